@@ -1,0 +1,57 @@
+package wire
+
+import (
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// dump renders a message as "field: value" lines, the readable half of a
+// golden vector. Views print their contents, so nil and empty look the same.
+func dump(m Message) string {
+	var sb strings.Builder
+	dumpValue(&sb, "", reflect.ValueOf(m).Elem())
+	return sb.String()
+}
+
+func dumpValue(sb *strings.Builder, prefix string, v reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if f.Anonymous {
+			dumpValue(sb, prefix, fv)
+			continue
+		}
+		name := prefix + f.Name
+		switch x := fv.Interface().(type) {
+		case []byte:
+			fmt.Fprintf(sb, "%s: %q\n", name, x)
+		case [32]byte:
+			fmt.Fprintf(sb, "%s: %s\n", name, hex.EncodeToString(x[:]))
+		case Tokens:
+			fmt.Fprintf(sb, "%s: %v\n", name, x.AppendTo(nil))
+		case Hashes:
+			hs := x.AppendTo(nil)
+			parts := make([]string, len(hs))
+			for j, h := range hs {
+				parts[j] = fmt.Sprintf("%#016x", h)
+			}
+			fmt.Fprintf(sb, "%s: [%s]\n", name, strings.Join(parts, " "))
+		case MMItems:
+			for j := range x.Len() {
+				fmt.Fprintf(sb, "%s[%d]: %+v\n", name, j, x.At(j))
+			}
+		case []string, []LoRA, []TierCapacity, []TierUsage:
+			fmt.Fprintf(sb, "%s: %+v\n", name, x)
+		case []Event:
+			for j := range x {
+				dumpValue(sb, fmt.Sprintf("%s[%d].", name, j), reflect.ValueOf(x[j]))
+			}
+		case fmt.Stringer:
+			fmt.Fprintf(sb, "%s: %s (%d)\n", name, x, fv.Convert(reflect.TypeFor[uint64]()).Uint())
+		default:
+			fmt.Fprintf(sb, "%s: %v\n", name, x)
+		}
+	}
+}

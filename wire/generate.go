@@ -1,0 +1,165 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// GenerateFlags are the boolean options of GENERATE.
+type GenerateFlags uint32
+
+// GENERATE flags.
+const (
+	GenIgnoreEOS GenerateFlags = 1 << 0 // keep generating past EOS until max_tokens
+	GenHasSeed   GenerateFlags = 1 << 1 // Seed is set
+	GenWantText  GenerateFlags = 1 << 2 // include detokenized text in TOKENS
+	genDefined                 = GenIgnoreEOS | GenHasSeed | GenWantText
+)
+
+// AnyRank in Generate.DPRank lets the engine pick the data-parallel rank.
+const AnyRank uint16 = 0xffff
+
+// MMItem places one multimodal item (an image, audio clip...) in the prompt: it
+// covers token positions [Offset, Offset+Length) and its content hash enters the
+// hash of every block it overlaps.
+type MMItem struct {
+	Offset, Length uint32
+	Hash           uint64
+}
+
+const mmItemSize = 16
+
+// MMItems is a read-only view of packed MMItem records.
+type MMItems struct{ b []byte }
+
+// Len returns the number of items.
+func (m MMItems) Len() int { return len(m.b) / mmItemSize }
+
+// At returns the i-th item.
+func (m MMItems) At(i int) MMItem {
+	r := m.b[i*mmItemSize:]
+	return MMItem{
+		Offset: binary.LittleEndian.Uint32(r),
+		Length: binary.LittleEndian.Uint32(r[4:]),
+		Hash:   binary.LittleEndian.Uint64(r[8:]),
+	}
+}
+
+// MMItemsOf packs items into a view (encoding side).
+func MMItemsOf(items []MMItem) MMItems {
+	b := make([]byte, 0, len(items)*mmItemSize)
+	for _, it := range items {
+		b = binary.LittleEndian.AppendUint32(b, it.Offset)
+		b = binary.LittleEndian.AppendUint32(b, it.Length)
+		b = binary.LittleEndian.AppendUint64(b, it.Hash)
+	}
+	return MMItems{b: b}
+}
+
+// Generate asks an engine to run one request on the frame's stream. Decoding
+// does not allocate: byte fields and token ids are views into the payload.
+//
+//	| request_id str16 | model str16 | lora_id u32 | priority i32 |
+//	| max_tokens u32 | temperature f32 | top_p f32 | top_k i32 |
+//	| seed u64 | flags u32 | dp_rank u16 | reserved u16 |
+//	| stop_token_ids: u32 n, u32 x n | cache_salt str16 |
+//	| mm_items: u16 n, (offset u32, length u32, hash u64) x n |
+//	| kv_transfer: u32 n, bytes | prompt: u32 n, u32 x n |
+type Generate struct {
+	RequestID   []byte
+	Model       []byte
+	LoRAID      uint32 // 0: base model
+	Priority    int32  // lower runs first, as in vLLM
+	MaxTokens   uint32
+	Temperature float32
+	TopP        float32
+	TopK        int32 // <= 0: disabled
+	Seed        uint64
+	Flags       GenerateFlags
+	DPRank      uint16 // AnyRank: engine's choice
+	StopTokens  Tokens
+	CacheSalt   []byte
+	MMItems     MMItems
+	// KVTransfer is opaque to kvgate: the parameters a prefill/decode pair
+	// exchange to hand over KV (for example vLLM's kv_transfer_params JSON).
+	KVTransfer []byte
+	Prompt     Tokens
+}
+
+// Type implements Message.
+func (*Generate) Type() Type { return TypeGenerate }
+
+// AppendPayload implements Message.
+func (m *Generate) AppendPayload(dst []byte) ([]byte, error) {
+	e := encoder{b: dst}
+	e.str16(m.RequestID, "request_id")
+	e.str16(m.Model, "model")
+	e.u32(m.LoRAID)
+	e.u32(uint32(m.Priority))
+	e.u32(m.MaxTokens)
+	e.f32(m.Temperature)
+	e.f32(m.TopP)
+	e.u32(uint32(m.TopK))
+	e.u64(m.Seed)
+	e.u32(uint32(m.Flags))
+	e.u16(m.DPRank)
+	e.zero(2)
+	e.tokens(m.StopTokens)
+	e.str16(m.CacheSalt, "cache_salt")
+	if e.fits(m.MMItems.Len(), math.MaxUint16, "mm_items") {
+		e.u16(uint16(m.MMItems.Len()))
+		e.b = append(e.b, m.MMItems.b...)
+	}
+	e.bytes32(m.KVTransfer, "kv_transfer")
+	e.tokens(m.Prompt)
+	return e.b, e.err
+}
+
+// Decode implements Message.
+func (m *Generate) Decode(p []byte, lim *Limits) error {
+	lim = limitsOrDefault(lim)
+	c := cursor{b: p}
+	m.RequestID = c.str16("request_id")
+	m.Model = c.str16("model")
+	m.LoRAID = c.u32("lora_id")
+	m.Priority = int32(c.u32("priority"))
+	m.MaxTokens = c.u32("max_tokens")
+	m.Temperature = c.f32("temperature")
+	m.TopP = c.f32("top_p")
+	m.TopK = int32(c.u32("top_k"))
+	m.Seed = c.u64("seed")
+	m.Flags = GenerateFlags(c.u32("flags"))
+	m.DPRank = c.u16("dp_rank")
+	c.zero(2, "reserved")
+	m.StopTokens = c.tokens(lim.MaxStopTokens, "stop_token_ids")
+	m.CacheSalt = c.str16("cache_salt")
+	n := c.count(2, mmItemSize, lim.MaxListItems, "mm_items")
+	m.MMItems = MMItems{b: c.take(n*mmItemSize, "mm_items")}
+	m.KVTransfer = c.bytes32("kv_transfer")
+	m.Prompt = c.tokens(lim.MaxTokens, "prompt")
+	if err := c.done("GENERATE"); err != nil {
+		return err
+	}
+	return m.validate()
+}
+
+func (m *Generate) validate() error {
+	switch {
+	case m.Flags&^genDefined != 0:
+		return fmt.Errorf("decoding GENERATE: flags %#x: %w", uint32(m.Flags), ErrBadValue)
+	case m.Prompt.Len() == 0:
+		return fmt.Errorf("decoding GENERATE: empty prompt: %w", ErrBadValue)
+	case !(m.Temperature >= 0 && m.Temperature <= 1000): // also rejects NaN
+		return fmt.Errorf("decoding GENERATE: temperature %v: %w", m.Temperature, ErrBadValue)
+	case !(m.TopP > 0 && m.TopP <= 1):
+		return fmt.Errorf("decoding GENERATE: top_p %v: %w", m.TopP, ErrBadValue)
+	}
+	for i := range m.MMItems.Len() {
+		it := m.MMItems.At(i)
+		if uint64(it.Offset)+uint64(it.Length) > uint64(m.Prompt.Len()) {
+			return fmt.Errorf("decoding GENERATE: mm item %d outside prompt: %w", i, ErrBadValue)
+		}
+	}
+	return nil
+}

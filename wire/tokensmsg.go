@@ -1,0 +1,105 @@
+package wire
+
+import "fmt"
+
+// TokensFlags mark a TOKENS frame's place in its stream.
+type TokensFlags uint8
+
+// TOKENS flags.
+const (
+	TokFirst     TokensFlags = 1 << 0 // first frame of the stream: CachedTokens is valid
+	TokLast      TokensFlags = 1 << 1 // last frame: Finish and usage are valid
+	tokDefined               = TokFirst | TokLast
+)
+
+// FinishReason says why generation ended.
+type FinishReason uint8
+
+// Finish reasons.
+const (
+	FinishNone      FinishReason = 0 // not the last frame
+	FinishStop      FinishReason = 1 // EOS or a stop token
+	FinishLength    FinishReason = 2 // max_tokens or the context limit
+	FinishCancelled FinishReason = 3 // CANCEL received
+	FinishAbort     FinishReason = 4 // the engine aborted the request
+	finishMax                    = FinishAbort
+)
+
+var finishNames = [...]string{"none", "stop", "length", "cancelled", "abort"}
+
+// String returns the reason's name.
+func (f FinishReason) String() string {
+	if int(f) < len(finishNames) {
+		return finishNames[f]
+	}
+	return fmt.Sprintf("finish_%d", uint8(f))
+}
+
+// TokensMsg carries generated token ids of one stream. Decoding does not
+// allocate: Tokens and Text are views into the payload.
+//
+//	| flags u8 | finish_reason u8 | reserved u16 | cached_tokens u32 |
+//	| prompt_tokens u32 | completion_tokens u32 |
+//	| tokens: u32 n, u32 x n | text: u32 n, bytes |
+type TokensMsg struct {
+	Flags  TokensFlags
+	Finish FinishReason
+	// CachedTokens (first frame) is how many prompt tokens were served from cache.
+	CachedTokens uint32
+	// PromptTokens and CompletionTokens (last frame) are the request's usage.
+	PromptTokens     uint32
+	CompletionTokens uint32
+	Tokens           Tokens
+	// Text is the detokenized text of Tokens, when the router asked for it.
+	Text []byte
+}
+
+// Type implements Message.
+func (*TokensMsg) Type() Type { return TypeTokens }
+
+// First reports whether this is the stream's first frame.
+func (m *TokensMsg) First() bool { return m.Flags&TokFirst != 0 }
+
+// Last reports whether this is the stream's last frame.
+func (m *TokensMsg) Last() bool { return m.Flags&TokLast != 0 }
+
+// AppendPayload implements Message.
+func (m *TokensMsg) AppendPayload(dst []byte) ([]byte, error) {
+	e := encoder{b: dst}
+	e.u8(uint8(m.Flags))
+	e.u8(uint8(m.Finish))
+	e.zero(2)
+	e.u32(m.CachedTokens)
+	e.u32(m.PromptTokens)
+	e.u32(m.CompletionTokens)
+	e.tokens(m.Tokens)
+	e.bytes32(m.Text, "text")
+	return e.b, e.err
+}
+
+// Decode implements Message.
+func (m *TokensMsg) Decode(p []byte, lim *Limits) error {
+	lim = limitsOrDefault(lim)
+	c := cursor{b: p}
+	m.Flags = TokensFlags(c.u8("flags"))
+	m.Finish = FinishReason(c.u8("finish_reason"))
+	c.zero(2, "reserved")
+	m.CachedTokens = c.u32("cached_tokens")
+	m.PromptTokens = c.u32("prompt_tokens")
+	m.CompletionTokens = c.u32("completion_tokens")
+	m.Tokens = c.tokens(lim.MaxTokens, "tokens")
+	m.Text = c.bytes32("text")
+	if err := c.done("TOKENS"); err != nil {
+		return err
+	}
+	switch {
+	case m.Flags&^tokDefined != 0:
+		return fmt.Errorf("decoding TOKENS: flags %#x: %w", uint8(m.Flags), ErrBadValue)
+	case m.Finish > finishMax:
+		return fmt.Errorf("decoding TOKENS: finish reason %d: %w", m.Finish, ErrBadValue)
+	case m.Last() != (m.Finish != FinishNone):
+		return fmt.Errorf("decoding TOKENS: finish reason %s with last=%v: %w",
+			m.Finish, m.Last(), ErrBadValue)
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+package wire
+
+import "runtime"
+
+func runtimeGosched() { runtime.Gosched() }
