@@ -105,7 +105,6 @@ type Handshake struct {
 	Tiers    []TierCapacity
 }
 
-const handshakeFixed = 100
 
 func (h *Handshake) appendPayload(dst []byte) ([]byte, error) {
 	e := encoder{b: dst}
