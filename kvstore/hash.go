@@ -1,0 +1,244 @@
+package kvstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/zeebo/xxh3"
+)
+
+// HashConfig configures a Hasher. Router and engine must agree on all three
+// fields (the wire handshake carries them), or their hashes never meet.
+type HashConfig struct {
+	// BlockSize is the number of tokens per KV block (vLLM's default is 16).
+	BlockSize int
+	// Seed seeds every xxh3 call.
+	Seed uint64
+	// Model enters the root hash, so equal token ids under two models never
+	// share a block hash.
+	Model string
+}
+
+// MaxBlockSize bounds HashConfig.BlockSize.
+const MaxBlockSize = 4096
+
+// Validate reports a configuration no engine could use.
+func (c HashConfig) Validate() error {
+	if c.BlockSize < 1 || c.BlockSize > MaxBlockSize {
+		return fmt.Errorf("kvstore: block size %d, want 1..%d", c.BlockSize, MaxBlockSize)
+	}
+	return nil
+}
+
+// MMItem is a multimodal item (image, audio) over prompt positions
+// [Offset, Offset+Length) with the hash of its content.
+type MMItem struct {
+	Offset, Length uint32
+	Hash           uint64
+}
+
+// Keys are the extra keys that change a block's meaning beyond its tokens.
+type Keys struct {
+	// LoRAID is the adapter the prompt runs with; 0 is the base model.
+	LoRAID uint32
+	// CacheSalt isolates tenants: it enters block 0, hence every block.
+	CacheSalt []byte
+	// MM lists multimodal items, sorted by Offset.
+	MM []MMItem
+}
+
+// Tags of the extra-key encoding (PROTOCOL.md section 9 refers here).
+const (
+	tagLoRA = 0x01
+	tagSalt = 0x02
+	tagMM   = 0x03
+)
+
+// Hasher computes chained block hashes:
+//
+//	h[i]   = XXH3_64(seed, parent_le64 || tokens_le32[i*B:(i+1)*B] || extra_i)
+//	parent = h[i-1], or for block 0 the root XXH3_64(seed, "kvgate-root" || model)
+//	extra_i, in this order, each present only when it applies:
+//	  | 0x01 | lora_id u32 |                     LoRAID != 0
+//	  | 0x02 | len u16 | salt bytes |            i == 0 and CacheSalt != ""
+//	  | 0x03 | hash u64 | offset u32 | x k       each MM item overlapping block i
+//
+// A partial last block is not hashed. A Hasher is immutable and safe for
+// concurrent use.
+type Hasher struct {
+	blockSize int
+	seed      uint64
+	root      uint64
+}
+
+// ErrBadKeys is returned for keys that cannot be hashed (unsorted or
+// out-of-range multimodal items, an oversized salt).
+var ErrBadKeys = errors.New("kvstore: invalid hash keys")
+
+// NewHasher returns a Hasher for cfg.
+func NewHasher(cfg HashConfig) (*Hasher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Hasher{
+		blockSize: cfg.BlockSize,
+		seed:      cfg.Seed,
+		root:      xxh3.HashSeed(append([]byte("kvgate-root"), cfg.Model...), cfg.Seed),
+	}, nil
+}
+
+// BlockSize returns the tokens per block.
+func (h *Hasher) BlockSize() int { return h.blockSize }
+
+// Root returns the parent hash of block 0.
+func (h *Hasher) Root() uint64 { return h.root }
+
+// Hash appends the hashes of every full block of tokens to dst[:0].
+func (h *Hasher) Hash(dst []uint64, tokens []uint32, keys *Keys) ([]uint64, error) {
+	return h.Extend(dst[:0], tokens, keys)
+}
+
+// Extend continues hashing: dst holds the hashes of the first len(dst) blocks
+// of tokens (from an earlier Hash or Extend of a prefix of the same prompt),
+// and Extend appends the hashes of the remaining full blocks.
+func (h *Hasher) Extend(dst []uint64, tokens []uint32, keys *Keys) ([]uint64, error) {
+	return h.ExtendLE(dst, uint32Bytes(tokens), keys)
+}
+
+// ExtendLE is Extend over token ids packed as little-endian uint32 bytes, as
+// they arrive in a wire GENERATE: no conversion is needed.
+func (h *Hasher) ExtendLE(dst []uint64, tokensLE []byte, keys *Keys) ([]uint64, error) {
+	if err := keys.check(len(tokensLE) / 4); err != nil {
+		return dst, err
+	}
+	bs := 4 * h.blockSize
+	n := len(tokensLE) / bs
+	from := len(dst)
+	if from >= n {
+		return dst, nil
+	}
+	parent := h.root
+	if from > 0 {
+		parent = dst[from-1]
+	}
+	if keys == nil || keys.empty() {
+		return h.extendPlain(dst, tokensLE, from, n, parent), nil
+	}
+	var stack [8 + 4*64 + 128]byte
+	buf := stack[:]
+	if need := 8 + bs + keys.maxExtra(); need > len(buf) {
+		buf = make([]byte, need)
+	}
+	mm := 0 // first MM item that may overlap the current block
+	for i := from; i < n; i++ {
+		binary.LittleEndian.PutUint64(buf, parent)
+		end := 8 + copy(buf[8:], tokensLE[i*bs:(i+1)*bs])
+		end, mm = keys.appendExtra(buf, end, i, h.blockSize, mm)
+		parent = xxh3.HashSeed(buf[:end], h.seed)
+		dst = append(dst, parent)
+	}
+	return dst, nil
+}
+
+// extendPlain is the hot path: no extra keys. Two scratch buffers alternate,
+// so copying the next block's tokens does not wait on the hash reading the
+// previous one.
+func (h *Hasher) extendPlain(dst []uint64, tokensLE []byte, from, n int, parent uint64) []uint64 {
+	bs := 4 * h.blockSize
+	var stack [2][8 + 4*64]byte
+	a, b := stack[0][:], stack[1][:]
+	if 8+bs > len(a) {
+		a, b = make([]byte, 8+bs), make([]byte, 8+bs)
+	}
+	a, b = a[:8+bs], b[:8+bs]
+	dst = slices.Grow(dst, n-from)[:n]
+	for i := from; i < n; i++ {
+		copy(a[8:], tokensLE[i*bs:(i+1)*bs])
+		binary.LittleEndian.PutUint64(a, parent)
+		parent = xxh3.HashSeed(a, h.seed)
+		dst[i] = parent
+		a, b = b, a
+	}
+	return dst
+}
+
+func (k *Keys) empty() bool { return k.LoRAID == 0 && len(k.CacheSalt) == 0 && len(k.MM) == 0 }
+
+func (k *Keys) check(nTokens int) error {
+	if k == nil {
+		return nil
+	}
+	if len(k.CacheSalt) > 0xffff {
+		return fmt.Errorf("cache salt of %d bytes: %w", len(k.CacheSalt), ErrBadKeys)
+	}
+	for i, it := range k.MM {
+		if uint64(it.Offset)+uint64(it.Length) > uint64(nTokens) || it.Length == 0 {
+			return fmt.Errorf("mm item %d [%d,+%d) outside %d tokens: %w", i, it.Offset, it.Length, nTokens, ErrBadKeys)
+		}
+		if i > 0 && it.Offset < k.MM[i-1].Offset {
+			return fmt.Errorf("mm items not sorted by offset: %w", ErrBadKeys)
+		}
+	}
+	return nil
+}
+
+// maxExtra bounds the extra bytes of any one block.
+func (k *Keys) maxExtra() int {
+	if k == nil {
+		return 0
+	}
+	return 5 + 3 + len(k.CacheSalt) + 13*len(k.MM)
+}
+
+// appendExtra writes extra_i at buf[end:] and returns the new end, and the
+// first MM item that can still overlap later blocks.
+func (k *Keys) appendExtra(buf []byte, end, block, blockSize, mm int) (int, int) {
+	if k.LoRAID != 0 {
+		buf[end] = tagLoRA
+		binary.LittleEndian.PutUint32(buf[end+1:], k.LoRAID)
+		end += 5
+	}
+	if block == 0 && len(k.CacheSalt) > 0 {
+		buf[end] = tagSalt
+		binary.LittleEndian.PutUint16(buf[end+1:], uint16(len(k.CacheSalt)))
+		end += 3 + copy(buf[end+3:], k.CacheSalt)
+	}
+	lo, hi := uint64(block*blockSize), uint64((block+1)*blockSize)
+	for mm < len(k.MM) && uint64(k.MM[mm].Offset)+uint64(k.MM[mm].Length) <= lo {
+		mm++ // ends before this block, hence before every later one
+	}
+	for j := mm; j < len(k.MM) && uint64(k.MM[j].Offset) < hi; j++ {
+		it := k.MM[j]
+		if uint64(it.Offset)+uint64(it.Length) <= lo {
+			continue
+		}
+		buf[end] = tagMM
+		binary.LittleEndian.PutUint64(buf[end+1:], it.Hash)
+		binary.LittleEndian.PutUint32(buf[end+9:], it.Offset)
+		end += 13
+	}
+	return end, mm
+}
+
+// uint32Bytes views ids as little-endian bytes (a copy on big-endian machines).
+func uint32Bytes(ids []uint32) []byte {
+	if len(ids) == 0 {
+		return nil
+	}
+	if littleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&ids[0])), 4*len(ids))
+	}
+	b := make([]byte, 0, 4*len(ids))
+	for _, id := range ids {
+		b = binary.LittleEndian.AppendUint32(b, id)
+	}
+	return b
+}
+
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()

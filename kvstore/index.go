@@ -1,0 +1,364 @@
+package kvstore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Tier is a KV cache tier, best first. TierApprox is not a real tier: it
+// marks blocks the router believes an engine holds because it sent them there.
+type Tier uint8
+
+// Tiers.
+const (
+	TierGPU    Tier = 0
+	TierCPU    Tier = 1
+	TierDisk   Tier = 2
+	TierApprox Tier = 3
+	// NumTiers counts the real tiers.
+	NumTiers = 3
+	numTiers = 4 // with TierApprox
+)
+
+// Slot identifies one (engine, data-parallel rank) in the index.
+type Slot uint16
+
+// MaxSlots bounds the (engine, rank) pairs one index tracks.
+const MaxSlots = 1<<16 - 1
+
+const (
+	shardBits = 8
+	numShards = 1 << shardBits
+)
+
+// EventKind is the kind of a KV cache event.
+type EventKind uint8
+
+// Event kinds, as in the wire protocol.
+const (
+	Stored  EventKind = 1
+	Removed EventKind = 2
+	Cleared EventKind = 3
+)
+
+// Event is one KV cache event of one slot. Parent is informational: block
+// hashes are chained, so a block's hash already names its whole prefix.
+type Event struct {
+	Kind      EventKind
+	Tier      Tier
+	HasParent bool
+	Parent    uint64
+	Hashes    []uint64
+}
+
+// Sentinel errors.
+var (
+	ErrUnknownEngine = errors.New("kvstore: unknown engine")
+	ErrEngineExists  = errors.New("kvstore: engine already registered")
+	ErrUnknownSlot   = errors.New("kvstore: unknown slot")
+	ErrTooManySlots  = errors.New("kvstore: too many engine ranks")
+	ErrBadEvent      = errors.New("kvstore: invalid event")
+)
+
+// EngineConfig registers an engine.
+type EngineConfig struct {
+	ID string
+	// Ranks is the number of data-parallel ranks (at least 1); each gets a Slot.
+	Ranks int
+	// Capacity is the engine's KV capacity in blocks per tier (per rank).
+	Capacity [NumTiers]uint64
+}
+
+// Options configure an Index.
+type Options struct {
+	// ApproxTTL is how long an approximate entry lives after its last use.
+	ApproxTTL time.Duration
+	// ApproxMaxBlocks bounds the approximate entries of one slot; least
+	// recently used leave first. 0 uses the slot's GPU capacity, or
+	// DefaultApproxMaxBlocks when that is unknown.
+	ApproxMaxBlocks int
+	// Now is the clock (tests inject one).
+	Now func() time.Time
+}
+
+// Defaults for Options.
+const (
+	DefaultApproxTTL       = 2 * time.Minute
+	DefaultApproxMaxBlocks = 1 << 18
+)
+
+// DefaultOptions returns the options New uses for zero fields.
+func DefaultOptions() Options {
+	return Options{ApproxTTL: DefaultApproxTTL, Now: time.Now}
+}
+
+type slotState struct {
+	engine   string
+	rank     int
+	inUse    bool
+	precise  bool // has received KV events: approximate entries are off
+	capacity [NumTiers]uint64
+	gen      [numTiers]uint8
+	passGen  [numTiers]uint8 // gen when the current sweep pass started
+	safeGen  [numTiers]uint8 // gen at the start of the last complete sweep pass
+	blocks   [numTiers]uint64
+	entries  uint64 // table entries of this slot, stale ones included until swept
+	digest   [numTiers]Digest
+	approx   approxLRU
+}
+
+// Index is the global KV block index. See the package doc for its
+// concurrency guarantee. The zero value is not usable; call New.
+type Index struct {
+	mu       sync.RWMutex
+	opts     Options
+	shards   [numShards]table
+	slots    []slotState
+	free     []Slot
+	engines  map[string][]Slot
+	sweep    sweepCursor
+	stats    counters
+	sink     uint64 // prefetch results, never read
+	matchers sync.Pool
+}
+
+type counters struct {
+	eventsApplied uint64
+	blocksApplied uint64
+}
+
+// New returns an empty index.
+func New(opts Options) *Index {
+	d := DefaultOptions()
+	if opts.ApproxTTL <= 0 {
+		opts.ApproxTTL = d.ApproxTTL
+	}
+	if opts.Now == nil {
+		opts.Now = d.Now
+	}
+	ix := &Index{opts: opts, engines: make(map[string][]Slot)}
+	for i := range ix.shards {
+		ix.shards[i].keep = ix.keepOnGrow
+	}
+	ix.matchers.New = func() any { return new(matcher) }
+	return ix
+}
+
+// AddEngine registers an engine and returns one slot per rank.
+func (ix *Index) AddEngine(cfg EngineConfig) ([]Slot, error) {
+	if cfg.Ranks < 1 {
+		cfg.Ranks = 1
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if _, ok := ix.engines[cfg.ID]; ok {
+		return nil, fmt.Errorf("adding %q: %w", cfg.ID, ErrEngineExists)
+	}
+	if len(ix.slots)-len(ix.free)+cfg.Ranks > MaxSlots {
+		return nil, fmt.Errorf("adding %q with %d ranks: %w", cfg.ID, cfg.Ranks, ErrTooManySlots)
+	}
+	slots := make([]Slot, cfg.Ranks)
+	for r := range slots {
+		var s Slot
+		if n := len(ix.free); n > 0 {
+			s, ix.free = ix.free[n-1], ix.free[:n-1]
+		} else {
+			s = Slot(len(ix.slots))
+			ix.slots = append(ix.slots, slotState{})
+		}
+		st := &ix.slots[s]
+		// A reused slot keeps its generations (already bumped when it was
+		// freed), so entries of its previous engine stay invalid.
+		*st = slotState{engine: cfg.ID, rank: r, inUse: true, capacity: cfg.Capacity,
+			gen: st.gen, passGen: st.passGen, safeGen: st.safeGen, entries: st.entries}
+		slots[r] = s
+	}
+	ix.engines[cfg.ID] = slots
+	return slots, nil
+}
+
+// RemoveEngine forgets an engine ("engine gone"): its blocks leave every
+// tier at once and its slots are freed for reuse.
+func (ix *Index) RemoveEngine(id string) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	slots, ok := ix.engines[id]
+	if !ok {
+		return fmt.Errorf("removing %q: %w", id, ErrUnknownEngine)
+	}
+	for _, s := range slots {
+		for t := range Tier(numTiers) {
+			ix.clearTier(s, t)
+		}
+		st := &ix.slots[s]
+		st.inUse, st.engine = false, ""
+		st.approx = approxLRU{}
+		ix.free = append(ix.free, s)
+	}
+	delete(ix.engines, id)
+	return nil
+}
+
+// Slots returns the slots of an engine's ranks.
+func (ix *Index) Slots(id string) ([]Slot, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s, ok := ix.engines[id]
+	return append([]Slot(nil), s...), ok
+}
+
+// Apply applies one batch of events of one slot atomically.
+func (ix *Index) Apply(slot Slot, events []Event) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.applyLocked(slot, events)
+}
+
+// Replace makes the slot's precise contents exactly the STORED events given
+// (a snapshot), atomically.
+func (ix *Index) Replace(slot Slot, stored []Event) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkSlot(slot); err != nil {
+		return err
+	}
+	for t := range Tier(NumTiers) {
+		ix.clearTier(slot, t)
+	}
+	return ix.applyLocked(slot, stored)
+}
+
+func (ix *Index) checkSlot(slot Slot) error {
+	if int(slot) >= len(ix.slots) || !ix.slots[slot].inUse {
+		return fmt.Errorf("slot %d: %w", slot, ErrUnknownSlot)
+	}
+	return nil
+}
+
+func (ix *Index) applyLocked(slot Slot, events []Event) error {
+	if err := ix.checkSlot(slot); err != nil {
+		return err
+	}
+	for i := range events {
+		if ev := &events[i]; ev.Tier >= NumTiers || ev.Kind < Stored || ev.Kind > Cleared {
+			return fmt.Errorf("event %d (kind %d, tier %d): %w", i, ev.Kind, ev.Tier, ErrBadEvent)
+		}
+	}
+	st := &ix.slots[slot]
+	if !st.precise {
+		// Precise events replace what the router guessed.
+		st.precise = true
+		ix.clearTier(slot, TierApprox)
+		st.approx = approxLRU{}
+	}
+	for i := range events {
+		ev := &events[i]
+		switch ev.Kind {
+		case Stored, Removed:
+			// As in Match: load a group's home entries first so their cache
+			// misses overlap, then apply the group.
+			for g := 0; g < len(ev.Hashes); g += prefetchGroup {
+				group := ev.Hashes[g:min(g+prefetchGroup, len(ev.Hashes))]
+				for _, h := range group {
+					ix.sink += ix.prefetch(h)
+				}
+				for _, h := range group {
+					if ev.Kind == Stored {
+						ix.store(slot, ev.Tier, h)
+					} else {
+						ix.removeBlock(slot, ev.Tier, h)
+					}
+				}
+			}
+		case Cleared:
+			ix.clearTier(slot, ev.Tier)
+		}
+		ix.stats.blocksApplied += uint64(len(ev.Hashes))
+	}
+	ix.stats.eventsApplied += uint64(len(events))
+	return nil
+}
+
+// keepOnGrow says whether a growing shard copies e: stale entries are dropped
+// there instead of waiting for the sweeper.
+func (ix *Index) keepOnGrow(e *entry) bool {
+	if ix.validTiers(e) != 0 {
+		return true
+	}
+	ix.slots[e.slot].entries--
+	return false
+}
+
+func (ix *Index) validTiers(e *entry) uint8 {
+	st := &ix.slots[e.slot]
+	var v uint8
+	for t := range numTiers {
+		if e.tiers&(1<<t) != 0 && e.gen[t] == st.gen[t] {
+			v |= 1 << t
+		}
+	}
+	return v
+}
+
+func (ix *Index) store(slot Slot, t Tier, h uint64) {
+	sh := &ix.shards[h>>(64-shardBits)]
+	st := &ix.slots[slot]
+	if sh.full() {
+		sh.grow()
+	}
+	i, found := sh.lookup(h, uint16(slot))
+	if !found {
+		e := entry{hash: h, slot: uint16(slot), tiers: 1 << t}
+		e.gen[t] = st.gen[t]
+		sh.insertAt(i, e)
+		st.entries++
+	} else {
+		e := &sh.entries[i]
+		valid := ix.validTiers(e)
+		if valid&(1<<t) != 0 {
+			return // already held: a duplicate event
+		}
+		e.tiers = valid | 1<<t
+		e.gen[t] = st.gen[t]
+	}
+	st.blocks[t]++
+	st.digest[t].add(h)
+}
+
+// removeBlock removes h from tier t of slot; it returns whether it was there.
+func (ix *Index) removeBlock(slot Slot, t Tier, h uint64) bool {
+	sh := &ix.shards[h>>(64-shardBits)]
+	i := sh.find(h, uint16(slot))
+	if i < 0 {
+		return false
+	}
+	st := &ix.slots[slot]
+	e := &sh.entries[i]
+	valid := ix.validTiers(e)
+	if valid&(1<<t) == 0 {
+		return false
+	}
+	st.blocks[t]--
+	st.digest[t].remove(h)
+	if e.tiers = valid &^ (1 << t); e.tiers == 0 {
+		sh.remove(i)
+		st.entries--
+	}
+	return true
+}
+
+// clearTier drops every block of one tier of a slot in O(1) by bumping its
+// generation; entries of the old generation stay until swept.
+func (ix *Index) clearTier(slot Slot, t Tier) {
+	st := &ix.slots[slot]
+	if st.gen[t]+1 == st.safeGen[t] {
+		// 255 clears since the last complete sweep: the next generation
+		// number may still be on stale entries. Sweep everything first.
+		ix.sweepAllLocked()
+	}
+	st.gen[t]++
+	st.blocks[t] = 0
+	st.digest[t] = Digest{}
+}

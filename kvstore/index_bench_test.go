@@ -1,0 +1,177 @@
+package kvstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+// buildIndex registers engines and fills the index with about entries
+// (block, engine) pairs: each engine holds its own random blocks, stored as
+// chains of 64 the way engines report them.
+func buildIndex(tb testing.TB, engines, entries int) (*Index, []Slot) {
+	tb.Helper()
+	ix := New(Options{})
+	slots := make([]Slot, engines)
+	for e := range engines {
+		s, err := ix.AddEngine(EngineConfig{ID: fmt.Sprintf("e%d", e), Capacity: [NumTiers]uint64{uint64(entries / engines), 0, 0}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		slots[e] = s[0]
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(entries)))
+	chain := make([]uint64, 64)
+	per := entries / engines
+	for _, s := range slots {
+		for done := 0; done < per; done += len(chain) {
+			for i := range chain {
+				chain[i] = rng.Uint64()
+			}
+			if err := ix.Apply(s, []Event{{Kind: Stored, Hashes: chain[:min(len(chain), per-done)]}}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return ix, slots
+}
+
+func prompt512(seed uint64) []uint64 {
+	rng := rand.New(rand.NewPCG(seed, 77))
+	hs := make([]uint64, 512)
+	for i := range hs {
+		hs[i] = rng.Uint64()
+	}
+	return hs
+}
+
+func sizes(b *testing.B, full ...int) []int {
+	if testing.Short() {
+		return []int{1_000_000}
+	}
+	return full
+}
+
+// BenchmarkMatch: an 8,192-token prompt (512 blocks of 16) against 64
+// engines on an index of millions of (block, engine) entries.
+//   - typical: 8 engines hold leading runs of 64..512 blocks of the prompt;
+//   - all-hold: every engine holds the whole prompt (32,768 hits, worst case);
+//   - miss: nobody holds block 0.
+func BenchmarkMatch(b *testing.B) {
+	for _, n := range sizes(b, 10_000_000) {
+		ix, slots := buildIndex(b, 64, n)
+		p := prompt512(1)
+		for e := range 8 {
+			must(b, ix.Apply(slots[e], []Event{{Kind: Stored, Hashes: p[:64*(e+1)]}}))
+		}
+		all := prompt512(2)
+		for _, s := range slots {
+			must(b, ix.Apply(s, []Event{{Kind: Stored, Hashes: all}}))
+		}
+		out := make([]Match, len(slots))
+		for _, c := range []struct {
+			name   string
+			prompt []uint64
+			depth  int
+		}{{"typical", p, 512}, {"all-hold", all, 512}, {"miss", prompt512(3), 0}} {
+			b.Run(fmt.Sprintf("entries=%dM/%s", n/1_000_000, c.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					ix.Match(c.prompt, slots, out)
+				}
+				if best := maxDepth(out); best != c.depth {
+					b.Fatalf("best depth %d, want %d", best, c.depth)
+				}
+			})
+		}
+	}
+}
+
+func maxDepth(out []Match) int {
+	best := 0
+	for _, m := range out {
+		best = max(best, m.Depth())
+	}
+	return best
+}
+
+// BenchmarkApply: steady-state event application on a populated index; each
+// op is one batch storing a 64-block chain and removing an older one, so the
+// index keeps its size. ns/op is per batch; blocks/s counts both kinds.
+func BenchmarkApply(b *testing.B) {
+	for _, n := range sizes(b, 10_000_000) {
+		ix, slots := buildIndex(b, 64, n)
+		rng := rand.New(rand.NewPCG(5, 5))
+		const window = 1024
+		ring := make([][]uint64, window)
+		for i := range ring {
+			ring[i] = make([]uint64, 64)
+			for j := range ring[i] {
+				ring[i][j] = rng.Uint64()
+			}
+			must(b, ix.Apply(slots[i%len(slots)], []Event{{Kind: Stored, Hashes: ring[i]}}))
+		}
+		b.Run(fmt.Sprintf("entries=%dM", n/1_000_000), func(b *testing.B) {
+			i := 0
+			start := time.Now()
+			for b.Loop() {
+				s := slots[i%len(slots)]
+				old := ring[i%window]
+				must(b, ix.Apply(s, []Event{{Kind: Removed, Hashes: old}}))
+				for j := range old {
+					old[j] = rng.Uint64()
+				}
+				must(b, ix.Apply(s, []Event{{Kind: Stored, Hashes: old}}))
+				i++
+			}
+			b.ReportMetric(float64(i*128)/time.Since(start).Seconds(), "blocks/s")
+		})
+	}
+}
+
+// BenchmarkMemory reports heap bytes per (block, engine) entry and the GC
+// pause with the whole index live. The pause must not grow with the index:
+// the entries are pointer-free, so the collector does not scan them.
+func BenchmarkMemory(b *testing.B) {
+	for _, n := range sizes(b, 1_000_000, 10_000_000, 20_000_000) {
+		b.Run(fmt.Sprintf("entries=%dM", n/1_000_000), func(b *testing.B) {
+			for b.Loop() {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				ix, _ := buildIndex(b, 64, n)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				st := ix.Stats()
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(st.Entries), "heap-B/entry")
+				b.ReportMetric(float64(st.Bytes)/float64(st.Entries), "table-B/entry")
+				pause, cycle := gcPause()
+				b.ReportMetric(float64(pause.Microseconds()), "gc-pause-us")
+				b.ReportMetric(float64(cycle.Microseconds()), "gc-cycle-us")
+				runtime.KeepAlive(ix)
+			}
+		})
+	}
+}
+
+// gcPause runs a few collections and returns the longest stop-the-world
+// pause among them and the mean wall time of a whole cycle.
+func gcPause() (pause, cycle time.Duration) {
+	var st debug.GCStats
+	debug.ReadGCStats(&st)
+	before := st.NumGC
+	start := time.Now()
+	const runs = 5
+	for range runs {
+		runtime.GC()
+	}
+	cycle = time.Since(start) / runs
+	debug.ReadGCStats(&st)
+	for i := 0; i < int(st.NumGC-before) && i < len(st.Pause); i++ {
+		pause = max(pause, st.Pause[i])
+	}
+	return pause, cycle
+}
