@@ -105,7 +105,6 @@ type Handshake struct {
 	Tiers    []TierCapacity
 }
 
-
 func (h *Handshake) appendPayload(dst []byte) ([]byte, error) {
 	e := encoder{b: dst}
 	e.b = append(e.b, Magic...)

@@ -7,9 +7,9 @@ type TokensFlags uint8
 
 // TOKENS flags.
 const (
-	TokFirst     TokensFlags = 1 << 0 // first frame of the stream: CachedTokens is valid
-	TokLast      TokensFlags = 1 << 1 // last frame: Finish and usage are valid
-	tokDefined               = TokFirst | TokLast
+	TokFirst   TokensFlags = 1 << 0 // first frame of the stream: CachedTokens is valid
+	TokLast    TokensFlags = 1 << 1 // last frame: Finish and usage are valid
+	tokDefined             = TokFirst | TokLast
 )
 
 // FinishReason says why generation ended.

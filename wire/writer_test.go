@@ -12,8 +12,8 @@ import (
 // countingWriter counts Write calls and slows each one, so concurrent senders
 // pile up behind the flusher as they do on a busy socket.
 type countingWriter struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
 	writes  atomic.Int64
 	waiting atomic.Int64
 	gate    chan struct{}
