@@ -278,6 +278,11 @@ func (ix *Index) applyLocked(slot Slot, events []Event) error {
 		ix.stats.blocksApplied += uint64(len(ev.Hashes))
 	}
 	ix.stats.eventsApplied += uint64(len(events))
+	if invariants {
+		for i := range ix.shards {
+			ix.shards[i].check()
+		}
+	}
 	return nil
 }
 

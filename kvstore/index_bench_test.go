@@ -57,6 +57,8 @@ func sizes(b *testing.B, full ...int) []int {
 
 // BenchmarkMatch: an 8,192-token prompt (512 blocks of 16) against 64
 // engines on an index of millions of (block, engine) entries.
+//   - one-holds: one engine holds the whole prompt (what KV-aware routing
+//     produces: a prefix lives where its requests were sent);
 //   - typical: 8 engines hold leading runs of 64..512 blocks of the prompt;
 //   - all-hold: every engine holds the whole prompt (32,768 hits, worst case);
 //   - miss: nobody holds block 0.
@@ -67,6 +69,8 @@ func BenchmarkMatch(b *testing.B) {
 		for e := range 8 {
 			must(b, ix.Apply(slots[e], []Event{{Kind: Stored, Hashes: p[:64*(e+1)]}}))
 		}
+		one := prompt512(4)
+		must(b, ix.Apply(slots[9], []Event{{Kind: Stored, Hashes: one}}))
 		all := prompt512(2)
 		for _, s := range slots {
 			must(b, ix.Apply(s, []Event{{Kind: Stored, Hashes: all}}))
@@ -76,7 +80,7 @@ func BenchmarkMatch(b *testing.B) {
 			name   string
 			prompt []uint64
 			depth  int
-		}{{"typical", p, 512}, {"all-hold", all, 512}, {"miss", prompt512(3), 0}} {
+		}{{"one-holds", one, 512}, {"typical", p, 512}, {"all-hold", all, 512}, {"miss", prompt512(3), 0}} {
 			b.Run(fmt.Sprintf("entries=%dM/%s", n/1_000_000, c.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {

@@ -20,40 +20,31 @@ func (m Match) Depth() int {
 	return int(m.Blocks[TierGPU] + m.Blocks[TierCPU] + m.Blocks[TierDisk] + m.Approx)
 }
 
-// matcher is per-call scratch, pooled so Match does not allocate.
+// matcher is per-call scratch, pooled so Match does not allocate. Its state
+// is indexed by slot, so the inner loop goes from an entry to its
+// candidate's state with one load.
 type matcher struct {
 	stamp uint32
-	slot  []slotMark // per slot
-	cand  []candState
-	sink  uint64 // prefetch results, never read
-}
-
-// slotMark says whether a slot is a candidate of the current call (stamp)
-// and which one.
-type slotMark struct {
-	stamp uint32
-	cand  int32
+	state []candState // per slot; valid where stamp matches
+	sink  uint64      // prefetch results, never read
 }
 
 type candState struct {
-	depth  uint32
+	stamp  uint32 // == matcher.stamp when the slot is a candidate of this call
+	depth  uint32 // blocks matched so far
 	gen    uint32 // the slot's generations, one byte per tier
 	counts [numTiers]uint32
 }
 
-func (m *matcher) reset(nSlots, nCands int) {
-	if len(m.slot) < nSlots {
-		m.slot = make([]slotMark, nSlots+nSlots/2)
+func (m *matcher) reset(nSlots int) {
+	if len(m.state) < nSlots {
+		m.state = make([]candState, nSlots+nSlots/2)
 		m.stamp = 0
 	}
 	if m.stamp++; m.stamp == 0 { // wrapped: old stamps could collide
-		clear(m.slot)
+		clear(m.state)
 		m.stamp = 1
 	}
-	if cap(m.cand) < nCands {
-		m.cand = make([]candState, nCands)
-	}
-	m.cand = m.cand[:nCands]
 }
 
 // Match computes, for each candidate slot, how many leading blocks of the
@@ -64,25 +55,32 @@ func (m *matcher) reset(nSlots, nCands int) {
 // nothing. It does not allocate once warm.
 func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 	out = out[:len(cands)]
-	clear(out)
 	m := ix.matchers.Get().(*matcher)
 	defer ix.matchers.Put(m)
 
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	m.reset(len(ix.slots), len(cands))
-	for c, s := range cands {
-		m.cand[c] = candState{depth: ^uint32(0)} // matches nothing
+	m.reset(len(ix.slots))
+	for _, s := range cands {
 		if int(s) < len(ix.slots) && ix.slots[s].inUse {
-			m.slot[s] = slotMark{stamp: m.stamp, cand: int32(c)}
-			m.cand[c] = candState{gen: packGen(&ix.slots[s].gen)}
+			m.state[s] = candState{stamp: m.stamp, gen: packGen(&ix.slots[s].gen)}
 		}
 	}
-	defer m.results(out)
-	// Blocks are looked up in groups: first every home entry of the group is
-	// loaded in a tight loop, so their cache misses overlap, then the group is
-	// matched from cache. A group past the last matching block costs only
-	// its loads.
+	ix.walk(m, hashes)
+	for c, s := range cands {
+		out[c] = Match{}
+		if int(s) < len(ix.slots) && m.state[s].stamp == m.stamp {
+			k := &m.state[s].counts
+			out[c] = Match{Blocks: [NumTiers]uint32{k[TierGPU], k[TierCPU], k[TierDisk]}, Approx: k[TierApprox]}
+		}
+	}
+}
+
+// walk matches blocks in groups: first every home entry of the group is
+// loaded in a tight loop, so their cache misses overlap, then the group is
+// matched from cache. A group past the last matching block costs only its
+// loads.
+func (ix *Index) walk(m *matcher, hashes []uint64) {
 	for g := 0; g < len(hashes); g += prefetchGroup {
 		group := hashes[g:min(g+prefetchGroup, len(hashes))]
 		for _, h := range group {
@@ -109,14 +107,6 @@ func (ix *Index) prefetch(h uint64) uint64 {
 	return t.entries[t.home(h)].hash
 }
 
-// results copies the per-candidate counts into out.
-func (m *matcher) results(out []Match) {
-	for c := range out {
-		k := &m.cand[c].counts
-		out[c] = Match{Blocks: [NumTiers]uint32{k[TierGPU], k[TierCPU], k[TierDisk]}, Approx: k[TierApprox]}
-	}
-}
-
 // matchBlock advances every candidate that holds block i (hash h) after
 // holding blocks 0..i-1, and returns how many advanced.
 func (ix *Index) matchBlock(m *matcher, h uint64, i uint32) int {
@@ -126,18 +116,21 @@ func (ix *Index) matchBlock(m *matcher, h uint64, i uint32) int {
 		return 0
 	}
 	es := t.entries
+	state := m.state
 	advanced := 0
 	for {
 		e := &es[j]
 		if e.hash != h || e.tiers == 0 {
 			return advanced
 		}
-		if mk := m.slot[e.slot]; mk.stamp == m.stamp {
-			c := &m.cand[mk.cand]
-			if valid := e.tiers & genEqual(packGen(&e.gen), c.gen); c.depth == i && valid != 0 {
-				c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
-				c.depth++
-				advanced++
+		if int(e.slot) < len(state) {
+			c := &state[e.slot]
+			if c.stamp == m.stamp && c.depth == i {
+				if valid := e.tiers & genEqual(packGen(&e.gen), c.gen); valid != 0 {
+					c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
+					c.depth++
+					advanced++
+				}
 			}
 		}
 		if j++; j == len(es) {

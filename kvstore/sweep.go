@@ -24,6 +24,9 @@ func (ix *Index) sweepNextLocked() int {
 		}
 	}
 	removed := ix.sweepShardLocked(&ix.shards[ix.sweep.shard])
+	if invariants {
+		ix.shards[ix.sweep.shard].check()
+	}
 	if ix.sweep.shard++; ix.sweep.shard == numShards {
 		// Every entry older than the pass start is gone.
 		ix.sweep.shard = 0
