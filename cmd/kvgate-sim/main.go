@@ -1,26 +1,136 @@
-// Command kvgate-sim is a simulated inference engine that speaks the kvgate wire protocol.
-//
-// This binary currently prints its usage; its issue fills it in.
+// Command kvgate-sim is a simulated inference engine that speaks the kvgate
+// wire protocol: a vLLM-like continuous-batching scheduler over a paged,
+// prefix-cached KV cache, with a timing model for prefill and decode.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/wire"
 )
 
-func main() {
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+func run(args []string, stderr io.Writer) int {
+	cfg, listen, logLevel, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "kvgate-sim:", err)
+		return 2
+	}
+	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	srv, err := sim.NewServer(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "kvgate-sim:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "kvgate-sim:", err)
+		return 1
+	}
+	cfg.Logger.Info("kvgate-sim serving", "addr", ln.Addr().String(), "id", cfg.ID, "model", cfg.Rank.Model,
+		"block_size", cfg.Rank.BlockSize, "gpu_blocks", cfg.Rank.GPUBlocks, "cpu_blocks", cfg.Rank.CPUBlocks,
+		"dp_ranks", cfg.DPRanks, "profile", cfg.Rank.Profile.Name, "speed", cfg.Speed)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sigs
+		cfg.Logger.Info("draining")
+		if err := srv.Shutdown(context.Background()); err != nil {
+			cfg.Logger.Warn("drain cut short", "err", err)
+		}
+	}()
+	if err := srv.Serve(ln); err != nil {
+		fmt.Fprintln(stderr, "kvgate-sim:", err)
+		return 1
+	}
+	srv.Close()
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level, error) {
+	cfg := sim.DefaultConfig()
 	fs := flag.NewFlagSet("kvgate-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:7000", "TCP address to serve the wire protocol on")
+	fs.StringVar(&cfg.ID, "id", cfg.ID, "engine identity announced to routers")
+	fs.StringVar(&cfg.Rank.Model, "model", cfg.Rank.Model, "model name served (also enters the block hashes)")
+	fs.IntVar(&cfg.Rank.BlockSize, "block-size", cfg.Rank.BlockSize, "tokens per KV block")
+	fs.IntVar(&cfg.Rank.GPUBlocks, "gpu-blocks", cfg.Rank.GPUBlocks, "GPU KV capacity in blocks, per rank")
+	fs.IntVar(&cfg.Rank.CPUBlocks, "cpu-blocks", 0, "CPU tier capacity in blocks, per rank (0: no CPU tier)")
+	fs.IntVar(&cfg.Rank.MaxRunning, "max-running", cfg.Rank.MaxRunning, "maximum sequences in the running batch")
+	fs.IntVar(&cfg.Rank.MaxBatchedTokens, "max-batched-tokens", cfg.Rank.MaxBatchedTokens, "token budget per step (chunked prefill)")
+	fs.IntVar(&cfg.Rank.MaxModelLen, "max-model-len", cfg.Rank.MaxModelLen, "maximum prompt plus output tokens")
+	seed := fs.String("hash-seed", "0", "block hash seed (decimal or 0x hex); routers must use the same")
+	profile := fs.String("profile", "default", "timing profile: default, zero, or a JSON file (see perf/sim/profile.go)")
+	fs.Float64Var(&cfg.Speed, "speed", cfg.Speed, "time scale: 60 runs an hour of simulated GPU time in a minute")
+	fs.IntVar(&cfg.DPRanks, "dp-ranks", cfg.DPRanks, "data-parallel ranks (independent schedulers and caches)")
+	loras := fs.String("lora", "", "LoRA adapters as id=name,id=name")
+	secretFile := fs.String("secret-file", "", "file holding the shared secret routers must prove (also $KVGATE_SECRET)")
+	fs.DurationVar(&cfg.LoadInterval, "load-interval", cfg.LoadInterval, "period of LOAD reports (0: on request only)")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long SIGTERM lets running requests finish")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kvgate-sim [flags]\n\nSimulated inference engine (continuous batching, paged KV cache, prefix caching) serving the kvgate wire protocol.\n")
+		fmt.Fprintf(fs.Output(), "Usage: kvgate-sim [flags]\n\nA simulated inference engine serving the kvgate wire protocol.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if err == flag.ErrHelp {
-			os.Exit(0)
-		}
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return cfg, "", 0, err
 	}
-	fmt.Fprintln(os.Stderr, "kvgate-sim: not built yet (see its open issue)")
-	os.Exit(1)
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		return cfg, "", 0, fmt.Errorf("--log-level: %w", err)
+	}
+	var err error
+	if cfg.Rank.HashSeed, err = strconv.ParseUint(*seed, 0, 64); err != nil {
+		return cfg, "", 0, fmt.Errorf("--hash-seed: %w", err)
+	}
+	if cfg.Rank.Profile, err = sim.LoadProfile(*profile); err != nil {
+		return cfg, "", 0, err
+	}
+	if cfg.LoRAs, err = parseLoRAs(*loras); err != nil {
+		return cfg, "", 0, err
+	}
+	if secret := os.Getenv("KVGATE_SECRET"); secret != "" {
+		cfg.Secret = []byte(secret)
+	}
+	if *secretFile != "" {
+		b, err := os.ReadFile(*secretFile)
+		if err != nil {
+			return cfg, "", 0, fmt.Errorf("--secret-file: %w", err)
+		}
+		cfg.Secret = []byte(strings.TrimSpace(string(b)))
+	}
+	return cfg, *listen, lvl, cfg.Validate()
+}
+
+func parseLoRAs(s string) ([]wire.LoRA, error) {
+	var out []wire.LoRA
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		id, name, ok := strings.Cut(part, "=")
+		n, err := strconv.ParseUint(id, 10, 32)
+		if !ok || err != nil || name == "" {
+			return nil, fmt.Errorf("--lora %q: want id=name", part)
+		}
+		out = append(out, wire.LoRA{ID: uint32(n), Name: name})
+	}
+	return out, nil
 }

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"io"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	cfg, listen, _, err := parseFlags([]string{"--listen", "127.0.0.1:0", "--id", "e7", "--gpu-blocks", "100",
+		"--cpu-blocks", "50", "--dp-ranks", "2", "--lora", "1=sql,2=chat", "--profile", "zero", "--hash-seed", "0x10", "--speed", "60"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listen != "127.0.0.1:0" || cfg.ID != "e7" || cfg.Rank.GPUBlocks != 100 || cfg.Rank.CPUBlocks != 50 ||
+		cfg.DPRanks != 2 || len(cfg.LoRAs) != 2 || cfg.LoRAs[1].Name != "chat" || cfg.Rank.Profile.Name != "zero" ||
+		cfg.Rank.HashSeed != 16 || cfg.Speed != 60 {
+		t.Fatalf("%+v", cfg)
+	}
+	for _, bad := range [][]string{{"--lora", "x"}, {"--gpu-blocks", "0"}, {"--speed", "0"}, {"--profile", "/nonexistent"}, {"--hash-seed", "zz"}} {
+		if _, _, _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kvgate/kvgate/wire"
+)
+
+// Config configures a simulated engine server.
+type Config struct {
+	// ID names the engine in handshakes and logs.
+	ID string
+	// Rank is the configuration of every data-parallel rank.
+	Rank RankConfig
+	// DPRanks is the number of data-parallel ranks (independent schedulers
+	// and caches behind one connection).
+	DPRanks int
+	// LoRAs are the adapters the engine claims to have loaded.
+	LoRAs []wire.LoRA
+	// Speed divides every simulated duration: 60 runs an hour in a minute.
+	Speed float64
+	// LoadInterval is the period of LOAD reports (0: only on request).
+	LoadInterval time.Duration
+	// Secret enables challenge-response authentication of routers.
+	Secret []byte
+	// DrainTimeout bounds how long Shutdown lets running requests finish.
+	DrainTimeout time.Duration
+	// Limits bound what routers may send.
+	Limits wire.Limits
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a small engine that fits a laptop's worth of
+// simulation: 16-token blocks, 8,192 GPU blocks (131,072 tokens), 256
+// sequences, 8,192 batched tokens per step, the default timing profile.
+func DefaultConfig() Config {
+	return Config{
+		ID: "sim-0",
+		Rank: RankConfig{
+			Model: "kvgate/sim", BlockSize: 16, HashSeed: 0, GPUBlocks: 8192, MaxRunning: 256,
+			MaxBatchedTokens: 8192, MaxModelLen: 131072, EOS: DefaultEOS, Profile: DefaultProfile,
+		},
+		DPRanks:      1,
+		Speed:        1,
+		LoadInterval: 50 * time.Millisecond,
+		DrainTimeout: 30 * time.Second,
+		Limits:       wire.DefaultLimits(),
+	}
+}
+
+// Validate reports every setting the engine cannot run with.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.ID == "" {
+		errs = append(errs, errors.New("sim: empty engine id"))
+	}
+	if err := c.Rank.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DPRanks < 1 || c.DPRanks > 1024 {
+		errs = append(errs, fmt.Errorf("sim: %d data-parallel ranks, want 1..1024", c.DPRanks))
+	}
+	if c.Speed <= 0 {
+		errs = append(errs, fmt.Errorf("sim: speed %v must be positive", c.Speed))
+	}
+	for _, l := range c.LoRAs {
+		if l.ID == 0 {
+			errs = append(errs, fmt.Errorf("sim: LoRA %q has id 0, reserved for the base model", l.Name))
+		}
+	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

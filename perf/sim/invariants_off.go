@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package sim
+
+const invariants = false

@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// Request is one generation request inside a simulated engine rank.
+type Request struct {
+	// Key identifies the request to its submitter (connection and stream).
+	Key RequestKey
+	// Params are the sampling parameters.
+	Params Params
+	// Keys are the extra hash keys (LoRA, salt, multimodal items).
+	Keys kvstore.Keys
+
+	tokens     []uint32 // prompt, then generated tokens
+	promptLen  int
+	hashes     []uint64 // chained hashes of the full blocks of tokens
+	table      []int32  // GPU blocks holding tokens[0 : len(table)*B]
+	computed   int      // tokens whose KV is in the cache
+	target     int      // tokens to prefill before the next token comes out
+	generated  int
+	cached     int  // prompt tokens served from cache at first admission
+	admitted   bool // has ever run (cached is set)
+	started    bool // has produced its first token
+	seed       uint64
+	stopTokens map[uint32]bool
+	arrival    uint64 // admission order, for preemption (newest first)
+}
+
+// RequestKey identifies a request to whoever submitted it.
+type RequestKey struct {
+	Conn   uint64
+	Stream uint32
+}
+
+// Params are the sampling parameters a simulated engine honours.
+type Params struct {
+	MaxTokens  int
+	IgnoreEOS  bool
+	StopTokens []uint32
+	Seed       uint64
+	HasSeed    bool
+	RequestID  string
+}
+
+// NewRequest builds a request for prompt (copied).
+func NewRequest(key RequestKey, prompt []uint32, params Params, keys kvstore.Keys) *Request {
+	r := &Request{Key: key, Params: params, Keys: keys, promptLen: len(prompt)}
+	r.tokens = append(make([]uint32, 0, len(prompt)+max(params.MaxTokens, 0)), prompt...)
+	r.seed = params.Seed
+	if !params.HasSeed {
+		r.seed = seedOf(params.RequestID, prompt)
+	}
+	if len(params.StopTokens) > 0 {
+		r.stopTokens = make(map[uint32]bool, len(params.StopTokens))
+		for _, t := range params.StopTokens {
+			r.stopTokens[t] = true
+		}
+	}
+	return r
+}
+
+// Output is what one step produced for one request.
+type Output struct {
+	Key RequestKey
+	// Token is the generated token (valid unless Finish is FinishCancelled).
+	Token uint32
+	// HasToken is false for the last frame of a cancelled request.
+	HasToken bool
+	// First marks the request's first token; Cached is valid with it.
+	First  bool
+	Cached int
+	// Finish is set on the last output; usage comes with it.
+	Finish           wire.FinishReason
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// keysOf takes the hash keys of a GENERATE (copied out of the frame).
+func keysOf(g *wire.Generate) kvstore.Keys {
+	k := kvstore.Keys{LoRAID: g.LoRAID}
+	if len(g.CacheSalt) > 0 {
+		k.CacheSalt = append([]byte(nil), g.CacheSalt...)
+	}
+	for i := range g.MMItems.Len() {
+		it := g.MMItems.At(i)
+		k.MM = append(k.MM, kvstore.MMItem{Offset: it.Offset, Length: it.Length, Hash: it.Hash})
+	}
+	return k
+}
