@@ -31,7 +31,7 @@ run: build
 test: vet race fuzz-short bench-once e2e
 
 vet:
-	$(GO) vet -tags $(TAGS) $(PKGS)
+	$(GO) vet -tags $(TAGS),e2e $(PKGS)
 
 race:
 	$(GO) test -race -tags $(TAGS) -count=1 $(PKGS)
