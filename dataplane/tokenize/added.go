@@ -1,0 +1,100 @@
+package tokenize
+
+import (
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// AddedToken is a token matched whole in the input before any other step
+// (special tokens such as <|im_start|>, and added words).
+type AddedToken struct {
+	ID         uint32
+	Content    string
+	Special    bool
+	SingleWord bool
+	LStrip     bool
+	RStrip     bool
+	Normalized bool
+}
+
+// addedMatcher finds added tokens in text, leftmost first and longest among
+// those starting at the same place, as Hugging Face's matcher does.
+type addedMatcher struct {
+	byFirst [256][]*AddedToken // candidates by first byte, longest first
+	any     bool
+}
+
+func newAddedMatcher(tokens []*AddedToken) *addedMatcher {
+	m := &addedMatcher{}
+	for _, t := range tokens {
+		if t.Content == "" {
+			continue
+		}
+		f := t.Content[0]
+		m.byFirst[f] = append(m.byFirst[f], t)
+		m.any = true
+	}
+	for f := range m.byFirst {
+		sort.SliceStable(m.byFirst[f], func(a, b int) bool { return len(m.byFirst[f][a].Content) > len(m.byFirst[f][b].Content) })
+	}
+	return m
+}
+
+// find returns the next match at or after from: the span it covers (with
+// lstrip/rstrip whitespace) and the token, or ok false.
+func (m *addedMatcher) find(s string, from int) (start, end int, tok *AddedToken, ok bool) {
+	if !m.any {
+		return 0, 0, nil, false
+	}
+	for i := from; i < len(s); i++ {
+		for _, t := range m.byFirst[s[i]] {
+			if !strings.HasPrefix(s[i:], t.Content) {
+				continue
+			}
+			e := i + len(t.Content)
+			if t.SingleWord && (isWordBefore(s, i) || isWordAt(s, e)) {
+				continue
+			}
+			st := i
+			if t.LStrip {
+				for st > from {
+					r, n := utf8.DecodeLastRuneInString(s[:st])
+					if !isSpace(r) {
+						break
+					}
+					st -= n
+				}
+			}
+			if t.RStrip {
+				for e < len(s) {
+					r, n := utf8.DecodeRuneInString(s[e:])
+					if !isSpace(r) {
+						break
+					}
+					e += n
+				}
+			}
+			return st, e, t, true
+		}
+	}
+	return 0, 0, nil, false
+}
+
+func isWordRune(r rune) bool { return r == '_' || isLetter(r) || isNumber(r) }
+
+func isWordBefore(s string, i int) bool {
+	if i == 0 {
+		return false
+	}
+	r, _ := utf8.DecodeLastRuneInString(s[:i])
+	return isWordRune(r)
+}
+
+func isWordAt(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return isWordRune(r)
+}

@@ -1,0 +1,181 @@
+package tokenize
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// ChatTemplate renders a model's Jinja chat template. It uses
+// github.com/ardanlabs/jinja, a Go Jinja engine written for these templates;
+// its output equals @huggingface/jinja's on the corpus in testdata (the
+// chat golden test). JSON objects keep their key order, so tools render
+// with `tojson` exactly as Python's json.dumps would print them.
+type ChatTemplate struct {
+	tmpl     *jinja.Template
+	bos, eos string
+}
+
+// NewChatTemplate compiles a template.
+func NewChatTemplate(source, bos, eos string) (*ChatTemplate, error) {
+	t, err := jinja.Compile(source)
+	if err != nil {
+		return nil, fmt.Errorf("%w: chat template: %v", ErrInvalid, err)
+	}
+	return &ChatTemplate{tmpl: t, bos: bos, eos: eos}, nil
+}
+
+// chatTemplateSource reads chat_template as a string, or picks the
+// "default" entry of a list of named templates.
+func chatTemplateSource(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var named []struct {
+		Name     string `json:"name"`
+		Template string `json:"template"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil {
+		return "", fmt.Errorf("%w: chat_template is neither a string nor a list", ErrInvalid)
+	}
+	for _, n := range named {
+		if n.Name == "default" {
+			return n.Template, nil
+		}
+	}
+	if len(named) > 0 {
+		return named[0].Template, nil
+	}
+	return "", nil
+}
+
+// ChatInput is what a chat request gives the template. Messages and Tools
+// are raw JSON arrays, so their objects keep the client's key order.
+type ChatInput struct {
+	Messages            json.RawMessage
+	Tools               json.RawMessage
+	AddGenerationPrompt bool
+	// Extra are further template variables from JSON (chat_template_kwargs,
+	// for example enable_thinking).
+	Extra map[string]json.RawMessage
+}
+
+// Render returns the prompt text.
+func (c *ChatTemplate) Render(in *ChatInput) (string, error) {
+	data := map[string]jinja.Value{
+		"bos_token":             jinja.NewString(c.bos),
+		"eos_token":             jinja.NewString(c.eos),
+		"add_generation_prompt": jinja.NewBool(in.AddGenerationPrompt),
+	}
+	for k, raw := range in.Extra {
+		v, err := jsonValue(raw)
+		if err != nil {
+			return "", fmt.Errorf("chat template variable %s: %w", k, err)
+		}
+		data[k] = v
+	}
+	msgs, err := jsonValue(in.Messages)
+	if err != nil {
+		return "", fmt.Errorf("chat messages: %w", err)
+	}
+	data["messages"] = msgs
+	if len(in.Tools) > 0 && string(in.Tools) != "null" {
+		tools, err := jsonValue(in.Tools)
+		if err != nil {
+			return "", fmt.Errorf("chat tools: %w", err)
+		}
+		data["tools"] = tools
+	}
+	out, err := c.tmpl.RenderValues(data)
+	if err != nil {
+		return "", fmt.Errorf("rendering chat template: %w", err)
+	}
+	return out, nil
+}
+
+// jsonValue converts JSON to a template value, keeping object key order and
+// integer-ness of numbers.
+func jsonValue(raw json.RawMessage) (jinja.Value, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	v, err := decodeValue(d, 0)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return jinja.Undefined(), fmt.Errorf("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// maxJSONDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxJSONDepth = 64
+
+func decodeValue(d *json.Decoder, depth int) (jinja.Value, error) {
+	if depth > maxJSONDepth {
+		return jinja.Undefined(), fmt.Errorf("JSON nested deeper than %d", maxJSONDepth)
+	}
+	tok, err := d.Token()
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			var items []jinja.Value
+			for d.More() {
+				v, err := decodeValue(d, depth+1)
+				if err != nil {
+					return v, err
+				}
+				items = append(items, v)
+			}
+			_, err := d.Token()
+			return jinja.NewList(items), err
+		}
+		obj := jinja.NewDict()
+		for d.More() {
+			k, err := d.Token()
+			if err != nil {
+				return obj, err
+			}
+			v, err := decodeValue(d, depth+1)
+			if err != nil {
+				return v, err
+			}
+			obj.AsDict().Set(k.(string), v)
+		}
+		_, err := d.Token()
+		return obj, err
+	case json.Number:
+		return jinja.FromGoValue(t), nil
+	case string:
+		return jinja.NewString(t), nil
+	case bool:
+		return jinja.NewBool(t), nil
+	case nil:
+		return jinja.None(), nil
+	}
+	return jinja.Undefined(), fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// EncodeChat renders the conversation and tokenizes it with added tokens
+// recognised and no post-processor tokens (the template writes its own BOS),
+// as vLLM's chat endpoint does.
+func (t *Tokenizer) EncodeChat(dst []uint32, in *ChatInput) ([]uint32, string, error) {
+	if t.chat == nil {
+		return dst, "", fmt.Errorf("%w: the tokenizer has no chat template", ErrUnsupported)
+	}
+	text, err := t.chat.Render(in)
+	if err != nil {
+		return dst, "", err
+	}
+	return t.Encode(dst, text, false), text, nil
+}
