@@ -23,6 +23,10 @@ type AddedToken struct {
 type addedMatcher struct {
 	byFirst [256][]*AddedToken // candidates by first byte, longest first
 	any     bool
+	// firsts are the distinct first bytes; with one (every Qwen and Llama
+	// special token starts with '<') the scan is strings.IndexByte, which
+	// runs at memory speed.
+	firsts []byte
 }
 
 func newAddedMatcher(tokens []*AddedToken) *addedMatcher {
@@ -36,6 +40,9 @@ func newAddedMatcher(tokens []*AddedToken) *addedMatcher {
 		m.any = true
 	}
 	for f := range m.byFirst {
+		if len(m.byFirst[f]) > 0 {
+			m.firsts = append(m.firsts, byte(f))
+		}
 		sort.SliceStable(m.byFirst[f], func(a, b int) bool { return len(m.byFirst[f][a].Content) > len(m.byFirst[f][b].Content) })
 	}
 	return m
@@ -48,6 +55,13 @@ func (m *addedMatcher) find(s string, from int) (start, end int, tok *AddedToken
 		return 0, 0, nil, false
 	}
 	for i := from; i < len(s); i++ {
+		if len(m.firsts) == 1 {
+			k := strings.IndexByte(s[i:], m.firsts[0])
+			if k < 0 {
+				break
+			}
+			i += k
+		}
 		for _, t := range m.byFirst[s[i]] {
 			if !strings.HasPrefix(s[i:], t.Content) {
 				continue

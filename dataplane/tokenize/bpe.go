@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/xxh3"
 )
@@ -13,8 +14,9 @@ import (
 // Results per pre-token are cached.
 type bpe struct {
 	vocab        map[string]uint32
+	rawVocab     map[string]uint32 // by raw bytes, for ignore_merges
 	byteID       [256]uint32       // id of each single byte's spelling
-	merges       map[uint64]uint64 // (left<<32 | right) -> (rank<<32 | merged id)
+	merges       mergeTable        // (left, right) -> (rank, merged id)
 	ignoreMerges bool              // a pre-token that is itself in the vocabulary is one token
 	cache        pieceCache
 }
@@ -33,6 +35,14 @@ func newBPE(m *modelJSON) (*bpe, error) {
 		return nil, unsupported("BPE byte_fallback (SentencePiece-style models)")
 	}
 	b := &bpe{vocab: m.Vocab, ignoreMerges: m.IgnoreMerges}
+	if b.ignoreMerges {
+		b.rawVocab = make(map[string]uint32, len(m.Vocab))
+		for s, id := range m.Vocab {
+			if raw, ok := appendRawBytes(nil, s); ok {
+				b.rawVocab[string(raw)] = id
+			}
+		}
+	}
 	for c := range 256 {
 		id, ok := m.Vocab[string(byteToRune[c])]
 		if !ok {
@@ -44,7 +54,7 @@ func newBPE(m *modelJSON) (*bpe, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.merges = make(map[uint64]uint64, len(pairs))
+	b.merges = newMergeTable(len(pairs))
 	for rank, p := range pairs {
 		l, okL := m.Vocab[p[0]]
 		r, okR := m.Vocab[p[1]]
@@ -52,9 +62,8 @@ func newBPE(m *modelJSON) (*bpe, error) {
 		if !okL || !okR || !okM {
 			return nil, fmt.Errorf("%w: merge %d (%q %q) names tokens outside the vocabulary", ErrInvalid, rank, p[0], p[1])
 		}
-		key := uint64(l)<<32 | uint64(r)
-		if _, dup := b.merges[key]; !dup { // the first (lowest) rank wins
-			b.merges[key] = uint64(rank)<<32 | uint64(merged)
+		if err := b.merges.add(l, r, uint32(rank), merged); err != nil {
+			return nil, err
 		}
 	}
 	return b, nil
@@ -74,84 +83,274 @@ func (b *bpe) encodePiece(dst []uint32, piece string) []uint32 {
 	return dst
 }
 
-// merge runs BPE on piece from single bytes.
+// merge runs BPE on piece from single bytes: repeatedly the adjacent pair
+// with the lowest merge rank, leftmost first among equals, becomes its
+// merged token. Symbols form a linked list over arrays and candidate pairs
+// wait in a min-heap ordered by (rank, position); a popped pair whose
+// symbols changed since it was pushed is skipped. O(n log n) map lookups
+// and heap operations, with no allocation for pieces up to mergeStack bytes.
 func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 	if b.ignoreMerges {
-		if id, ok := b.vocab[byteLevelString([]byte(piece))]; ok {
+		if id, ok := b.rawVocab[piece]; ok {
 			return append(dst, id)
 		}
 	}
-	var stack [64]uint32
-	syms := stack[:0]
-	if len(piece) > len(stack) {
-		syms = make([]uint32, 0, len(piece))
+	n := len(piece)
+	var syms []uint32
+	var next, prev []int32
+	var h pairHeap
+	if n <= mergeStack {
+		sc := mergeScratchPool.Get().(*mergeScratch)
+		defer mergeScratchPool.Put(sc)
+		syms, next, prev, h = sc.syms[:n:n], sc.next[:n:n], sc.prev[:n:n], pairHeap(sc.heap[:0])
+	} else {
+		syms, next, prev, h = make([]uint32, n), make([]int32, n), make([]int32, n), make(pairHeap, 0, 3*n)
 	}
-	for i := 0; i < len(piece); i++ {
-		syms = append(syms, b.byteID[piece[i]])
+	for i := range n {
+		syms[i], next[i], prev[i] = b.byteID[piece[i]], int32(i+1), int32(i-1)
 	}
-	for len(syms) > 1 {
-		best, bestRank := -1, uint64(1<<32)
-		var bestID uint32
-		for i := 0; i+1 < len(syms); i++ {
-			if m, ok := b.merges[uint64(syms[i])<<32|uint64(syms[i+1])]; ok && m>>32 < bestRank {
-				best, bestRank, bestID = i, m>>32, uint32(m)
+	next[n-1] = -1
+	for i := 0; i+1 < n; i++ {
+		if rank, ok := b.rankOf(syms[i], syms[i+1]); ok {
+			h.push(pairCand{rank: rank, pos: int32(i), left: syms[i], right: syms[i+1]})
+		}
+	}
+	for len(h) > 0 {
+		c := h.pop()
+		r := next[c.pos]
+		if syms[c.pos] != c.left || r < 0 || syms[r] != c.right || prev[c.pos] == -2 {
+			continue // stale: a symbol of this pair was merged away
+		}
+		_, syms[c.pos], _ = b.merges.get(c.left, c.right)
+		nr := next[r]
+		next[c.pos] = nr
+		if nr >= 0 {
+			prev[nr] = c.pos
+		}
+		prev[r] = -2 // dead
+		if p := prev[c.pos]; p >= 0 {
+			if rank, ok := b.rankOf(syms[p], syms[c.pos]); ok {
+				h.push(pairCand{rank: rank, pos: p, left: syms[p], right: syms[c.pos]})
 			}
 		}
-		if best < 0 {
+		if nr >= 0 {
+			if rank, ok := b.rankOf(syms[c.pos], syms[nr]); ok {
+				h.push(pairCand{rank: rank, pos: c.pos, left: syms[c.pos], right: syms[nr]})
+			}
+		}
+	}
+	for i := int32(0); i >= 0; i = next[i] {
+		dst = append(dst, syms[i])
+	}
+	return dst
+}
+
+// mergeStack is the longest piece merged without allocating.
+const mergeStack = 256
+
+// mergeScratch is merge's working memory, pooled: as locals the arrays would
+// escape to the heap (the heap slice is appended through a pointer).
+type mergeScratch struct {
+	syms       [mergeStack]uint32
+	next, prev [mergeStack]int32
+	heap       [3 * mergeStack]pairCand // stale entries wait in the heap too
+}
+
+var mergeScratchPool = sync.Pool{New: func() any { return new(mergeScratch) }}
+
+// pairCand is a pair that may merge: its rank, the position of its left
+// symbol, and both symbols as they were when it was pushed.
+type pairCand struct {
+	rank        uint32
+	pos         int32
+	left, right uint32
+}
+
+// pairHeap is a binary min-heap by (rank, pos).
+type pairHeap []pairCand
+
+func (c pairCand) less(d pairCand) bool {
+	return c.rank < d.rank || c.rank == d.rank && c.pos < d.pos
+}
+
+func (h *pairHeap) push(c pairCand) {
+	*h = append(*h, c)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
 			break
 		}
-		// Merge every non-overlapping occurrence of the pair, left to right:
-		// the same result as merging them one at a time by position.
-		l, r := syms[best], syms[best+1]
-		out := syms[:best]
-		for i := best; i < len(syms); i++ {
-			if i+1 < len(syms) && syms[i] == l && syms[i+1] == r {
-				out = append(out, bestID)
-				i++
-			} else {
-				out = append(out, syms[i])
-			}
-		}
-		syms = out
+		s[i], s[p] = s[p], s[i]
+		i = p
 	}
-	return append(dst, syms...)
 }
 
-// pieceCache maps pre-tokens to their ids. It is sharded to keep locks
-// short under concurrency and bounded: a full shard is emptied, so hostile
-// input cannot grow it without limit.
+func (h *pairHeap) pop() pairCand {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(s) && s[l].less(s[m]) {
+			m = l
+		}
+		if l+1 < len(s) && s[l+1].less(s[m]) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+// rankOf returns the merge rank of (l, r).
+func (b *bpe) rankOf(l, r uint32) (uint32, bool) {
+	return b.merges.rank(l, r)
+}
+
+// mergeTable is an open-addressing hash table from a token pair to its merge
+// rank, in 8-byte slots (left 20 bits | right 20 bits | rank 24 bits), so the
+// table for 150k merges is 4 MB and stays in cache far better than a Go map.
+// The merged token comes from a rank-indexed array, read once per merge.
+// BPE on a long piece (a run of CJK characters) makes a few lookups per
+// byte, so this is its inner loop.
+type mergeTable struct {
+	slots  []uint64
+	merged []uint32 // by rank
+	shift  uint
+}
+
+const (
+	emptySlot    = ^uint64(0)
+	maxMergeID   = 1<<20 - 1
+	maxMergeRank = 1<<24 - 2
+)
+
+func newMergeTable(n int) mergeTable {
+	size, shift := 1024, uint(64-10)
+	for size < 2*n {
+		size, shift = size*2, shift-1
+	}
+	t := mergeTable{slots: make([]uint64, size), merged: make([]uint32, n), shift: shift}
+	for i := range t.slots {
+		t.slots[i] = emptySlot
+	}
+	return t
+}
+
+func (t *mergeTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
+
+// add records a merge; a pair already present keeps its first (lower) rank.
+func (t *mergeTable) add(l, r, rank, merged uint32) error {
+	if l > maxMergeID || r > maxMergeID || merged > maxMergeID || rank > maxMergeRank {
+		return unsupported("vocabulary of more than %d tokens or more than %d merges", maxMergeID+1, maxMergeRank+1)
+	}
+	key := uint64(l)<<20 | uint64(r)
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(key); ; i = (i + 1) & mask {
+		switch s := t.slots[i]; {
+		case s == emptySlot:
+			t.slots[i] = key<<24 | uint64(rank)
+			t.merged[rank] = merged
+			return nil
+		case s>>24 == key:
+			return nil
+		}
+	}
+}
+
+func (t *mergeTable) get(l, r uint32) (rank, merged uint32, ok bool) {
+	if l > maxMergeID || r > maxMergeID {
+		return 0, 0, false
+	}
+	key := uint64(l)<<20 | uint64(r)
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(key); ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == emptySlot {
+			return 0, 0, false
+		}
+		if s>>24 == key {
+			rank = uint32(s & (1<<24 - 1))
+			return rank, t.merged[rank], true
+		}
+	}
+}
+
+// rank returns the merge rank of (l, r) without the merged token.
+func (t *mergeTable) rank(l, r uint32) (uint32, bool) {
+	if l > maxMergeID || r > maxMergeID {
+		return 0, false
+	}
+	key := uint64(l)<<20 | uint64(r)
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(key); ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == emptySlot {
+			return 0, false
+		}
+		if s>>24 == key {
+			return uint32(s & (1<<24 - 1)), true
+		}
+	}
+}
+
+// pieceCache maps pre-tokens to their ids. It is a two-way set-associative
+// table of atomic pointers: a lookup is one hash and at most two atomic
+// loads, with no lock to contend on; an insert into a full set replaces one
+// entry, so the cache is bounded whatever the input.
 type pieceCache struct {
-	shards [64]cacheShard
+	slots [pieceCacheSlots]atomic.Pointer[pieceEntry]
 }
 
-type cacheShard struct {
-	mu sync.RWMutex
-	m  map[string][]uint32
+type pieceEntry struct {
+	piece string
+	ids   []uint32
 }
 
-const pieceCacheShardMax = 8192
+const (
+	pieceCacheSlots = 1 << 16
+	// pieceCacheMax is the longest piece cached: longer ones (runs of CJK
+	// characters, long identifiers) rarely repeat.
+	pieceCacheMax = 48
+)
 
-func (c *pieceCache) shard(s string) *cacheShard {
-	return &c.shards[xxh3.HashString(s)&63]
+func (c *pieceCache) ways(s string) (a, b *atomic.Pointer[pieceEntry]) {
+	h := xxh3.HashString(s)
+	return &c.slots[h&(pieceCacheSlots-1)], &c.slots[(h>>32)&(pieceCacheSlots-1)]
 }
 
 func (c *pieceCache) get(s string) ([]uint32, bool) {
-	sh := c.shard(s)
-	sh.mu.RLock()
-	ids, ok := sh.m[s]
-	sh.mu.RUnlock()
-	return ids, ok
+	a, b := c.ways(s)
+	if e := a.Load(); e != nil && e.piece == s {
+		return e.ids, true
+	}
+	if e := b.Load(); e != nil && e.piece == s {
+		return e.ids, true
+	}
+	return nil, false
 }
 
 func (c *pieceCache) put(s string, ids []uint32) {
-	if len(s) > 256 {
-		return // long pieces are rare and would crowd out the useful ones
+	if len(s) > pieceCacheMax {
+		return
 	}
-	sh := c.shard(s)
-	sh.mu.Lock()
-	if sh.m == nil || len(sh.m) >= pieceCacheShardMax {
-		sh.m = make(map[string][]uint32, 1024)
+	// A clone: s may point into a large request.
+	e := &pieceEntry{piece: strings.Clone(s), ids: append([]uint32(nil), ids...)}
+	a, b := c.ways(s)
+	switch {
+	case a.Load() == nil:
+		a.Store(e)
+	case b.Load() == nil:
+		b.Store(e)
+	default: // both taken: the second way takes the newcomer
+		b.Store(e)
 	}
-	sh.m[strings.Clone(s)] = append([]uint32(nil), ids...) // a clone: s may point into a large request
-	sh.mu.Unlock()
 }

@@ -48,7 +48,10 @@ func newNormalizer(c *componentJSON) (normalizer, error) {
 type unicodeForm struct{ form norm.Form }
 
 func (u unicodeForm) normalize(s string) string {
-	if u.form.IsNormalString(s) {
+	// QuickSpanString does not allocate (IsNormalString does); when it
+	// cannot vouch for the whole string, String decides, and returns s
+	// itself if it was normal after all.
+	if u.form.QuickSpanString(s) == len(s) {
 		return s
 	}
 	return u.form.String(s)

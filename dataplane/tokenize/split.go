@@ -42,21 +42,71 @@ func newSplitter(pattern string) (splitter, bool) {
 	return &regexpSplitter{re: re}, true
 }
 
-func isLetter(r rune) bool { return r < utf8.RuneSelf && isASCIILetter(r) || r >= utf8.RuneSelf && unicode.IsLetter(r) }
-func isASCIILetter(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }
+// Character classes of the Basic Multilingual Plane, precomputed: the
+// unicode package's range tables cost a binary search per call, and CJK or
+// Cyrillic text asks for every character.
+const (
+	classLetter = 1 << iota
+	classNumber
+	classSpace
+)
+
+var bmpClass = func() *[0x10000]uint8 {
+	var t [0x10000]uint8
+	for r := range rune(0x10000) {
+		if unicode.IsLetter(r) {
+			t[r] |= classLetter
+		}
+		if unicode.IsNumber(r) {
+			t[r] |= classNumber
+		}
+		if unicode.Is(unicode.White_Space, r) {
+			t[r] |= classSpace
+		}
+	}
+	return &t
+}()
+
+func isLetter(r rune) bool {
+	if r >= 0 && r < 0x10000 {
+		return bmpClass[r]&classLetter != 0
+	}
+	return unicode.IsLetter(r)
+}
+
 func isNumber(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r >= '0' && r <= '9'
+	if r >= 0 && r < 0x10000 {
+		return bmpClass[r]&classNumber != 0
 	}
 	return unicode.IsNumber(r)
 }
 
 // isSpace is \s in the Oniguruma Unicode sense: the White_Space property.
 func isSpace(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r == ' ' || r >= '\t' && r <= '\r'
+	if r >= 0 && r < 0x10000 {
+		return bmpClass[r]&classSpace != 0
 	}
 	return unicode.Is(unicode.White_Space, r)
+}
+
+// letterRun returns the end of the run of letters starting at j, with a
+// byte loop for ASCII letters.
+func letterRun(s string, j int) int {
+	for j < len(s) {
+		if c := s[j]; c < utf8.RuneSelf {
+			if bmpClass[c]&classLetter == 0 {
+				return j
+			}
+			j++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[j:])
+		if !isLetter(r) {
+			return j
+		}
+		j += n
+	}
+	return j
 }
 
 func at(s string, i int) (rune, int) {
@@ -128,14 +178,7 @@ func (c cl100kSplitter) next(s string, i int) int {
 			}
 		}
 		if r2, _ := at(s, j); isLetter(r2) {
-			for j < len(s) {
-				r3, n3 := at(s, j)
-				if !isLetter(r3) {
-					break
-				}
-				j += n3
-			}
-			return j
+			return letterRun(s, j)
 		}
 	}
 	// \p{N}{1,k}
@@ -220,13 +263,7 @@ func (gpt2Splitter) next(s string, i int) int {
 	r, n := at(s, j)
 	switch {
 	case isLetter(r):
-		for j < len(s) {
-			if r, n = at(s, j); !isLetter(r) {
-				break
-			}
-			j += n
-		}
-		return j
+		return letterRun(s, j)
 	case isNumber(r):
 		for j < len(s) {
 			if r, n = at(s, j); !isNumber(r) {

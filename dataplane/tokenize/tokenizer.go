@@ -24,6 +24,7 @@ type Tokenizer struct {
 	suffix      []uint32 // and after it
 	vocabSize   int
 	segs        segmentCache
+	noSegCache  bool // benchmarks of the tokenizer itself turn the cache off
 
 	// Config holds what tokenizer_config.json said.
 	Config Config
@@ -284,7 +285,7 @@ func (t *Tokenizer) Encode(dst []uint32, text string, addSpecial bool) []uint32 
 
 // encodeSegment encodes text that holds no raw added token.
 func (t *Tokenizer) encodeSegment(dst []uint32, seg string, first bool) []uint32 {
-	if len(seg) >= segmentCacheMin && !(first && t.prefixSpace) {
+	if len(seg) >= segmentCacheMin && !(first && t.prefixSpace) && !t.noSegCache {
 		if ids, ok := t.segs.get(seg); ok {
 			return append(dst, ids...)
 		}
