@@ -1,38 +1,58 @@
 // Command kvgate is the KV-cache-aware router daemon: it terminates OpenAI and
 // Anthropic HTTP, tokenizes prompts once, and routes each request to the
 // engine that will start it soonest.
-//
-// The daemon is built in stages; this binary currently parses its command line
-// and reports what is not built yet.
 package main
 
 import (
-	"flag"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kvgate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.String("listen", "127.0.0.1:8080", "public HTTP listen address (OpenAI and Anthropic APIs)")
-	fs.String("admin-listen", "127.0.0.1:9090", "admin listen address (/metrics, /debug/state, pprof)")
-	fs.String("engine", "", "comma-separated HOST:PORT list of wire-protocol engines")
-	fs.Int("sim-engines", 0, "start N simulated engines in-process on loopback instead of --engine")
-	fs.String("policy", "kv", "routing policy: kv|round-robin|least-load|session|approx-prefix")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kvgate [flags]\n\nRoutes LLM requests to the engine holding the most of their KV cache.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+func run(args []string, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if err == errHelp {
 			return 0
 		}
+		fmt.Fprintln(stderr, "kvgate:", err)
 		return 2
 	}
-	fmt.Fprintln(stderr, "kvgate: the HTTP daemon is not built yet (see the open daemon issue); the wire protocol is in ./wire")
-	return 1
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	if cfg.checkOnly {
+		fmt.Fprintln(stderr, "kvgate: configuration is valid")
+		return 0
+	}
+	d, err := start(cfg, log)
+	if err != nil {
+		log.Error("start failed", "err", err)
+		return 1
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case sig := <-sigs:
+		log.Info("draining", "signal", sig.String(), "deadline", cfg.drainTimeout)
+	case err := <-d.served:
+		if err != nil {
+			log.Error("HTTP server stopped", "err", err)
+			d.close()
+			return 1
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.drainTimeout)
+	defer cancel()
+	err = d.shutdown(ctx)
+	if err != nil {
+		log.Warn("drain cut short", "err", err)
+	}
+	log.Info("stopped")
+	return 0
 }
+

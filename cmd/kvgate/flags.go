@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/route"
+)
+
+var errHelp = errors.New("help")
+
+// config is the daemon's whole configuration: flags, optionally read from
+// a file of flag=value lines first (--config), then the command line.
+type config struct {
+	listen, adminListen string
+	engines             []string
+	simEngines          int
+	simProfile          string
+	simGPUBlocks        int
+	simSpeed            float64
+	tokenizerDir        string
+	policy              route.Policy
+	weights             route.Weights
+	apiKeys             map[string]bool
+	secret              []byte
+	http                httpx.Config
+	retries             int
+	firstTokenTimeout   time.Duration
+	drainTimeout        time.Duration
+	logLevel            slog.Level
+	checkOnly           bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{http: httpx.DefaultConfig(), weights: route.DefaultWeights(), apiKeys: map[string]bool{}}
+	fs := flag.NewFlagSet("kvgate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "public HTTP address (OpenAI and Anthropic APIs); port 0 picks a free one")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9090", "admin HTTP address: /metrics, /debug/state, /debug/pprof (keep it on loopback)")
+	engines := fs.String("engine", "", "comma-separated HOST:PORT list of wire-protocol engines")
+	fs.IntVar(&c.simEngines, "sim-engines", 0, "start N simulated engines in-process on loopback (the embedded default)")
+	fs.StringVar(&c.simProfile, "sim-profile", "default", "timing profile of --sim-engines: default, zero, or a JSON file")
+	fs.IntVar(&c.simGPUBlocks, "sim-gpu-blocks", 8192, "GPU KV blocks of each simulated engine")
+	fs.Float64Var(&c.simSpeed, "sim-speed", 1, "time scale of the simulated engines")
+	fs.StringVar(&c.tokenizerDir, "tokenizer", "", "directory with tokenizer.json and tokenizer_config.json (default: the built-in Qwen3 tokenizer)")
+	policy := fs.String("policy", "kv", "routing policy: kv, round-robin, least-load, session, approx-prefix")
+	fs.Float64Var(&c.weights.PrefillTokensPerMs, "prefill-rate", c.weights.PrefillTokensPerMs, "kv policy: engine prefill rate in tokens/ms")
+	fs.Float64Var(&c.weights.CPUBlockCost, "cpu-block-cost", c.weights.CPUBlockCost, "kv policy: cost of a CPU-tier block relative to recomputing it")
+	fs.Float64Var(&c.weights.DecodeMsPerKToken, "decode-weight", c.weights.DecodeMsPerKToken, "kv policy: ms per 1,000 active decode tokens")
+	fs.Float64Var(&c.weights.TieFraction, "tie-fraction", c.weights.TieFraction, "kv policy: costs within this fraction of the best are ties, picked at random")
+	apiKey := fs.String("api-key", "", "require this API key (Authorization: Bearer or x-api-key)")
+	apiKeyFile := fs.String("api-key-file", "", "file of API keys, one per line")
+	secretFile := fs.String("engine-secret-file", "", "shared secret engines must prove (also $KVGATE_SECRET)")
+	fs.IntVar(&c.http.EventLoops, "event-loops", 0, "gnet event loops (0: one per CPU)")
+	fs.IntVar(&c.http.MaxHeaderBytes, "max-header-bytes", c.http.MaxHeaderBytes, "largest request header")
+	fs.IntVar(&c.http.MaxBodyBytes, "max-body-bytes", c.http.MaxBodyBytes, "largest request body (413 above)")
+	fs.DurationVar(&c.http.HeaderTimeout, "header-timeout", c.http.HeaderTimeout, "time a client has to send a request header")
+	fs.DurationVar(&c.http.IdleTimeout, "idle-timeout", c.http.IdleTimeout, "keep-alive idle timeout")
+	fs.IntVar(&c.http.MaxPendingWrite, "max-pending-write", c.http.MaxPendingWrite, "bytes buffered for a client before it is cut off for not reading")
+	fs.IntVar(&c.retries, "retries", 2, "re-routes of a request whose engine fails before the first token")
+	fs.DurationVar(&c.firstTokenTimeout, "first-token-timeout", 5*time.Minute, "wait for a first token before answering 504")
+	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "SIGTERM: how long in-flight requests may finish")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line")
+	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: kvgate [flags]\n\nRoutes LLM requests to the engine holding the most of their KV cache.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, err
+	}
+	if *configFile != "" {
+		fileArgs, err := readConfigFile(*configFile)
+		if err != nil {
+			return nil, err
+		}
+		// File first, then the command line again so it wins.
+		if err := fs.Parse(append(fileArgs, args...)); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	var err error
+	if c.policy, err = route.ParsePolicy(*policy); err != nil {
+		return nil, err
+	}
+	for _, e := range strings.Split(*engines, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			c.engines = append(c.engines, e)
+		}
+	}
+	if (len(c.engines) == 0) == (c.simEngines == 0) {
+		return nil, errors.New("give either --engine HOST:PORT,... or --sim-engines N")
+	}
+	if *apiKey != "" {
+		c.apiKeys[*apiKey] = true
+	}
+	if *apiKeyFile != "" {
+		if err := readKeys(*apiKeyFile, c.apiKeys); err != nil {
+			return nil, err
+		}
+	}
+	if s := os.Getenv("KVGATE_SECRET"); s != "" {
+		c.secret = []byte(s)
+	}
+	if *secretFile != "" {
+		b, err := os.ReadFile(*secretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--engine-secret-file: %w", err)
+		}
+		c.secret = []byte(strings.TrimSpace(string(b)))
+	}
+	c.http.Addr = c.listen
+	if c.weights.PrefillTokensPerMs <= 0 || c.http.MaxBodyBytes <= 0 || c.http.MaxHeaderBytes <= 0 || c.retries < 0 {
+		return nil, errors.New("prefill rate, body and header limits must be positive; retries not negative")
+	}
+	return c, nil
+}
+
+func readConfigFile(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	defer f.Close()
+	var args []string
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("--config %s line %d: want name=value", path, n)
+		}
+		args = append(args, "--"+strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+	}
+	return args, sc.Err()
+}
+
+func readKeys(path string, into map[string]bool) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--api-key-file: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			into[l] = true
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,337 @@
+// Package engine keeps kvgate's connections to inference engines: one
+// multiplexed wire-protocol connection per engine (over netpoll), the
+// handshake and hash-scheme check, snapshots and KV events into the shared
+// index, LOAD reports, PING health, reconnection with backoff, GOAWAY, and
+// the request streams.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// State of an engine connection.
+type State int32
+
+// States.
+const (
+	StateConnecting State = iota
+	StateReady
+	StateDraining // GOAWAY received: no new requests
+	StateDown
+)
+
+func (s State) String() string {
+	return [...]string{"connecting", "ready", "draining", "down"}[s]
+}
+
+// Engine is one engine as the router sees it. Its fields after Info are
+// read-mostly and safe to read concurrently.
+type Engine struct {
+	Addr string
+	pool *Pool
+	log  *slog.Logger
+
+	state atomic.Int32
+	mu    sync.Mutex // guards conn, info, hasher, slots, streams, nextStream
+	conn  *wire.Conn
+	info  wire.Handshake
+	// Hasher matches the engine's block size, seed and model.
+	hasher     *kvstore.Hasher
+	slots      []kvstore.Slot // kvstore slot per data-parallel rank
+	streams    map[uint32]*Stream
+	nextStream uint32
+
+	load      atomic.Pointer[wire.Load]
+	lastSeq   []uint64 // per rank; guarded by the read loop
+	snapshots map[uint16][]kvstore.Event
+}
+
+// Info returns the engine's handshake (zero until first connected).
+func (e *Engine) Info() wire.Handshake {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info
+}
+
+// State returns the connection state.
+func (e *Engine) State() State { return State(e.state.Load()) }
+
+// Ready reports whether the engine takes new requests.
+func (e *Engine) Ready() bool { return e.State() == StateReady }
+
+// Hasher returns the engine's block hasher, nil before the first handshake.
+func (e *Engine) Hasher() *kvstore.Hasher {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hasher
+}
+
+// Slot returns the index slot of rank 0 (and whether the engine has one).
+func (e *Engine) Slot() (kvstore.Slot, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.slots) == 0 {
+		return 0, false
+	}
+	return e.slots[0], true
+}
+
+// Load returns the last LOAD the engine reported, or nil.
+func (e *Engine) Load() *wire.Load { return e.load.Load() }
+
+// OpenStreams returns the number of requests in flight on the engine.
+func (e *Engine) OpenStreams() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.streams)
+}
+
+// Serves reports whether the engine serves model.
+func (e *Engine) Serves(model string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, m := range e.info.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+// run keeps the engine connected until ctx ends.
+func (e *Engine) run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		e.state.Store(int32(StateConnecting))
+		err := e.session(ctx)
+		e.state.Store(int32(StateDown))
+		e.failStreams(err)
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("engine connection lost", "engine", e.Addr, "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff/2)+1))):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// session connects once and serves the connection until it fails.
+func (e *Engine) session(ctx context.Context) error {
+	nc, err := netpoll.DialConnection("tcp", e.Addr, e.pool.cfg.DialTimeout)
+	if err != nil {
+		return fmt.Errorf("dialing: %w", err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
+	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
+		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: wire.FeatureS2 | wire.FeatureZstd},
+		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
+	cancel()
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	defer c.Close()
+	if err := e.adopt(c); err != nil {
+		_ = c.SendError(0, wire.CodeHashScheme, err.Error())
+		return err
+	}
+	if e.info.Features&wire.FeatureSnapshot != 0 {
+		if err := c.Send(0, &wire.SnapshotRequest{SnapshotID: 1}); err != nil {
+			return err
+		}
+	}
+	e.state.Store(int32(StateReady))
+	e.log.Info("engine connected", "engine", e.Addr, "id", e.info.ID, "models", e.info.Models,
+		"block_size", e.info.BlockSize, "dp_ranks", e.info.DPRanks)
+	stop := make(chan struct{})
+	defer close(stop)
+	go e.keepAlive(c, stop)
+	return e.readLoop(ctx, c)
+}
+
+// adopt records a new connection's handshake and registers its ranks in the
+// index (again after a reconnect: the snapshot replaces what it held).
+func (e *Engine) adopt(c *wire.Conn) error {
+	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: int(c.Peer.BlockSize), Seed: c.Peer.HashSeed, Model: firstModel(c.Peer.Models)})
+	if err != nil {
+		return err
+	}
+	ranks := max(int(c.Peer.DPRanks), 1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.conn, e.info, e.hasher = c, c.Peer, h
+	e.streams = make(map[uint32]*Stream)
+	e.lastSeq = make([]uint64, ranks)
+	e.snapshots = make(map[uint16][]kvstore.Event)
+	if len(e.slots) != ranks {
+		if len(e.slots) > 0 {
+			_ = e.pool.index.RemoveEngine(e.Addr)
+		}
+		var caps [kvstore.NumTiers]uint64
+		for t := range kvstore.NumTiers {
+			caps[t] = c.Peer.Capacity(wire.Tier(t))
+		}
+		slots, err := e.pool.index.AddEngine(kvstore.EngineConfig{ID: e.Addr, Ranks: ranks, Capacity: caps})
+		if err != nil {
+			return err
+		}
+		e.slots = slots
+	}
+	return nil
+}
+
+func firstModel(ms []string) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	return ms[0]
+}
+
+func (e *Engine) keepAlive(c *wire.Conn, stop <-chan struct{}) {
+	t := time.NewTicker(e.pool.cfg.PingInterval)
+	defer t.Stop()
+	for n := uint64(1); ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := c.Send(0, &wire.Ping{Data: n}); err != nil {
+				return
+			}
+			_ = c.NetConn.SetReadDeadline(time.Now().Add(3 * e.pool.cfg.PingInterval))
+		}
+	}
+}
+
+// readLoop dispatches frames until the connection fails.
+func (e *Engine) readLoop(ctx context.Context, c *wire.Conn) error {
+	lim := &e.pool.cfg.Limits
+	var tok wire.TokensMsg
+	var evs wire.KVEvents
+	for ctx.Err() == nil {
+		f, err := c.ReadFrame()
+		if err != nil {
+			return err
+		}
+		switch f.Type {
+		case wire.TypeTokens:
+			if err := wire.DecodeFrame(f, &tok, lim); err != nil {
+				return err
+			}
+			e.deliverTokens(f.Stream, &tok)
+		case wire.TypeError:
+			var m wire.Error
+			if err := wire.DecodeFrame(f, &m, lim); err != nil {
+				return err
+			}
+			if f.Stream == 0 {
+				return m.AsError(0)
+			}
+			e.endStream(f.Stream, m.AsError(f.Stream))
+		case wire.TypeKVEvents:
+			if err := wire.DecodeFrame(f, &evs, lim); err != nil {
+				return err
+			}
+			e.applyEvents(&evs)
+		case wire.TypeSnapshot:
+			var m wire.Snapshot
+			if err := wire.DecodeFrame(f, &m, lim); err != nil {
+				return err
+			}
+			e.applySnapshot(&m)
+		case wire.TypeLoad:
+			var m wire.Load
+			if err := wire.DecodeFrame(f, &m, lim); err != nil {
+				return err
+			}
+			e.load.Store(&m)
+		case wire.TypePing:
+			var p wire.Ping
+			if err := wire.DecodeFrame(f, &p, lim); err != nil {
+				return err
+			}
+			_ = c.Send(0, &wire.Pong{Data: p.Data})
+		case wire.TypePong:
+			_ = c.NetConn.SetReadDeadline(time.Time{})
+		case wire.TypeGoaway:
+			e.state.Store(int32(StateDraining))
+			e.log.Info("engine draining (GOAWAY)", "engine", e.Addr)
+		default:
+			return fmt.Errorf("%s from an engine: %w", f.Type, wire.ErrUnexpectedFrame)
+		}
+	}
+	return ctx.Err()
+}
+
+func (e *Engine) rankSlot(rank uint16) (kvstore.Slot, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if int(rank) >= len(e.slots) {
+		return 0, false
+	}
+	return e.slots[rank], true
+}
+
+func (e *Engine) applyEvents(m *wire.KVEvents) {
+	slot, ok := e.rankSlot(m.DPRank)
+	if !ok {
+		return
+	}
+	if last := e.lastSeq[m.DPRank]; last != 0 && m.Seq != last+1 {
+		e.log.Warn("KV event gap: asking for a snapshot", "engine", e.Addr, "rank", m.DPRank, "after", last, "got", m.Seq)
+		e.mu.Lock()
+		c := e.conn
+		e.mu.Unlock()
+		_ = c.Send(0, &wire.SnapshotRequest{SnapshotID: uint32(m.Seq)})
+	}
+	e.lastSeq[m.DPRank] = m.Seq
+	if err := e.pool.index.Apply(slot, convertEvents(m.Events)); err != nil {
+		e.log.Warn("applying KV events", "engine", e.Addr, "err", err)
+	}
+	e.pool.metrics.eventsApplied.Add(uint64(len(m.Events)))
+}
+
+func (e *Engine) applySnapshot(m *wire.Snapshot) {
+	e.snapshots[m.DPRank] = append(e.snapshots[m.DPRank], convertEvents(m.Events)...)
+	if !m.Last {
+		return
+	}
+	slot, ok := e.rankSlot(m.DPRank)
+	if ok {
+		if err := e.pool.index.Replace(slot, e.snapshots[m.DPRank]); err != nil {
+			e.log.Warn("applying snapshot", "engine", e.Addr, "err", err)
+		}
+		e.lastSeq[m.DPRank] = m.Seq
+	}
+	delete(e.snapshots, m.DPRank)
+}
+
+// convertEvents copies wire events (views into the read buffer) into
+// kvstore events.
+func convertEvents(evs []wire.Event) []kvstore.Event {
+	out := make([]kvstore.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = kvstore.Event{Kind: kvstore.EventKind(ev.Kind), Tier: kvstore.Tier(ev.Tier), HasParent: ev.HasParent,
+			Parent: ev.Parent, Hashes: ev.Hashes.AppendTo(make([]uint64, 0, ev.Hashes.Len()))}
+	}
+	return out
+}
+
+// ErrEngineDown is returned to streams whose engine connection failed.
+var ErrEngineDown = errors.New("engine: connection lost")

@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// Config configures the engine pool.
+type Config struct {
+	RouterID     string
+	Secret       []byte
+	DialTimeout  time.Duration
+	PingInterval time.Duration
+	Limits       wire.Limits
+	Logger       *slog.Logger
+}
+
+// DefaultConfig returns the pool defaults.
+func DefaultConfig() Config {
+	return Config{RouterID: "kvgate", DialTimeout: 5 * time.Second, PingInterval: 5 * time.Second, Limits: wire.DefaultLimits()}
+}
+
+// Pool is the set of engines a router knows, with the shared KV index.
+type Pool struct {
+	cfg     Config
+	log     *slog.Logger
+	index   *kvstore.Index
+	engines []*Engine
+	metrics poolMetrics
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+type poolMetrics struct {
+	eventsApplied atomic.Uint64
+}
+
+// NewPool connects to every address (in the background, reconnecting).
+func NewPool(cfg Config, index *kvstore.Index, addrs []string) *Pool {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{cfg: cfg, log: cfg.Logger, index: index, cancel: cancel}
+	for _, a := range addrs {
+		e := &Engine{Addr: a, pool: p, log: cfg.Logger}
+		p.engines = append(p.engines, e)
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); e.run(ctx) }()
+	}
+	return p
+}
+
+// Engines returns every engine, ready or not.
+func (p *Pool) Engines() []*Engine { return p.engines }
+
+// Index returns the shared KV block index.
+func (p *Pool) Index() *kvstore.Index { return p.index }
+
+// EventsApplied counts KV events applied to the index.
+func (p *Pool) EventsApplied() uint64 { return p.metrics.eventsApplied.Load() }
+
+// WaitReady waits until n engines are ready or ctx ends.
+func (p *Pool) WaitReady(ctx context.Context, n int) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ready := 0
+		for _, e := range p.engines {
+			if e.Ready() {
+				ready++
+			}
+		}
+		if ready >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("engine: %d of %d engines ready: %w", ready, n, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// checkEngine refuses an engine whose hash scheme the router cannot use.
+func (p *Pool) checkEngine(h *wire.Handshake) error {
+	switch {
+	case h.Role != wire.RoleEngine:
+		return fmt.Errorf("peer %q is not an engine (role %d)", h.ID, h.Role)
+	case h.HashScheme != wire.HashXXH3Chained:
+		return fmt.Errorf("engine %q uses hash scheme %d, kvgate needs %d (xxh3-chained)", h.ID, h.HashScheme, wire.HashXXH3Chained)
+	case h.BlockSize == 0 || h.BlockSize > kvstore.MaxBlockSize:
+		return fmt.Errorf("engine %q block size %d", h.ID, h.BlockSize)
+	case len(h.Models) == 0:
+		return fmt.Errorf("engine %q serves no model", h.ID)
+	}
+	return nil
+}
+
+// Close disconnects from every engine.
+func (p *Pool) Close() {
+	p.cancel()
+	for _, e := range p.engines {
+		e.mu.Lock()
+		if e.conn != nil {
+			e.conn.Close()
+		}
+		e.mu.Unlock()
+	}
+	p.wg.Wait()
+}

@@ -1,0 +1,121 @@
+package dataplane
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+)
+
+// Gateway is the request path: it serves the OpenAI and Anthropic APIs,
+// tokenizes, routes and streams tokens back. It implements httpx.Handler.
+type Gateway struct {
+	Tok     *tokenize.Tokenizer
+	Router  *route.Router
+	Pool    *engine.Pool
+	Log     *slog.Logger
+	APIKeys map[string]bool
+	// Retries bounds re-routing of a request whose engine failed before its
+	// first token.
+	Retries int
+	// FirstTokenTimeout bounds the wait for the first token (504 after).
+	FirstTokenTimeout time.Duration
+	Metrics           *Metrics
+	reqSeq            atomic.Uint64
+}
+
+// ServeHTTP implements httpx.Handler.
+func (g *Gateway) ServeHTTP(w *httpx.ResponseWriter, r *httpx.Request) {
+	start := time.Now()
+	reqID := r.Header.Get("X-Request-Id")
+	if reqID == "" {
+		reqID = newRequestID()
+	}
+	w.Header().Set("x-request-id", reqID)
+	flavor := flavorOpenAI
+	if strings.HasPrefix(r.Path, "/v1/messages") {
+		flavor = flavorAnthropic
+	}
+	status := g.serve(w, r, flavor, reqID)
+	g.Metrics.observeRequest(r.Path, status, time.Since(start))
+}
+
+func (g *Gateway) serve(w *httpx.ResponseWriter, r *httpx.Request, flavor apiFlavor, reqID string) int {
+	fail := func(e *apiError) int { writeError(w, flavor, e); return e.status }
+	switch r.Path {
+	case "/health":
+		return g.simple(w, r, 200, `{"status":"ok"}`)
+	case "/ready":
+		if g.ready() {
+			return g.simple(w, r, 200, `{"status":"ready"}`)
+		}
+		return g.simple(w, r, 503, `{"status":"no engine ready"}`)
+	}
+	if !g.authorized(r) {
+		return fail(&apiError{status: 401, kind: "authentication_error", message: "invalid or missing API key"})
+	}
+	route, ok := routes[r.Path]
+	if !ok {
+		return fail(notFound("no route for " + r.Path))
+	}
+	if route.method != r.Method {
+		w.Header().Set("Allow", route.method)
+		return fail(&apiError{status: 405, message: "method " + r.Method + " not allowed on " + r.Path})
+	}
+	return route.serve(g, w, r, reqID)
+}
+
+type endpoint struct {
+	method string
+	serve  func(g *Gateway, w *httpx.ResponseWriter, r *httpx.Request, reqID string) int
+}
+
+var routes = map[string]endpoint{
+	"/v1/completions":      {"POST", (*Gateway).completions},
+	"/v1/chat/completions": {"POST", (*Gateway).chatCompletions},
+	"/v1/messages":         {"POST", (*Gateway).messages},
+	"/v1/models":           {"GET", (*Gateway).models},
+	"/tokenize":            {"POST", (*Gateway).tokenizeEndpoint},
+	"/detokenize":          {"POST", (*Gateway).detokenizeEndpoint},
+}
+
+func (g *Gateway) simple(w *httpx.ResponseWriter, _ *httpx.Request, status int, body string) int {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+	_ = w.Finish()
+	return status
+}
+
+func (g *Gateway) ready() bool {
+	for _, e := range g.Pool.Engines() {
+		if e.Ready() {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gateway) authorized(r *httpx.Request) bool {
+	if len(g.APIKeys) == 0 {
+		return true
+	}
+	if k := r.Header.Get("x-api-key"); k != "" && g.APIKeys[k] {
+		return true
+	}
+	auth := r.Header.Get("Authorization")
+	return strings.HasPrefix(auth, "Bearer ") && g.APIKeys[strings.TrimPrefix(auth, "Bearer ")]
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,229 @@
+package dataplane
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// genRequest is an API request reduced to what the engines need.
+type genRequest struct {
+	reqID       string
+	model       string
+	tokens      []uint32
+	maxTokens   uint32
+	temperature float32
+	topP        float32
+	topK        int32
+	seed        *uint64
+	ignoreEOS   bool
+	stopIDs     []uint32
+	stopStrings []string
+	session     string
+}
+
+// usage is what the engine reported for a finished request.
+type usage struct {
+	prompt, completion, cached uint32
+}
+
+// output encodes one API's response. start is called once, before any
+// delta, when the first token arrives; fail before start sends an error
+// response, after start an in-stream error.
+type output interface {
+	start(engineID string) error
+	delta(text string) error
+	finish(reason string, u usage) error
+	fail(e *apiError)
+}
+
+// run routes req, streams its tokens through out, and returns the HTTP
+// status. An engine that fails before the first token costs the client
+// nothing: the request is routed again, up to g.Retries times.
+func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, out output) int {
+	gen := &wire.Generate{RequestID: []byte(req.reqID), Model: []byte(req.model), MaxTokens: req.maxTokens,
+		Temperature: req.temperature, TopP: req.topP, TopK: req.topK, DPRank: wire.AnyRank,
+		StopTokens: wire.TokensOf(req.stopIDs), Prompt: wire.TokensOf(req.tokens)}
+	if req.seed != nil {
+		gen.Seed, gen.Flags = *req.seed, gen.Flags|wire.GenHasSeed
+	}
+	if req.ignoreEOS {
+		gen.Flags |= wire.GenIgnoreEOS
+	}
+	var lastErr error
+	for attempt := 0; attempt <= g.Retries; attempt++ {
+		t0 := time.Now()
+		d, err := g.Router.Route(&route.Request{Model: req.model, Tokens: req.tokens, Session: req.session})
+		g.Metrics.routeSeconds.Observe(time.Since(t0).Seconds())
+		if err != nil {
+			if errors.Is(err, route.ErrNoEngine) {
+				out.fail(&apiError{status: 503, message: "no engine is ready for model " + req.model, retryAfter: 1})
+				return 503
+			}
+			out.fail(&apiError{status: 500, message: err.Error()})
+			return 500
+		}
+		status, retry, err := g.stream(w, req, gen, d, out)
+		d.Done()
+		if !retry {
+			return status
+		}
+		lastErr = err
+		g.Log.Warn("re-routing before first token", "request", req.reqID, "engine", d.Engine.Addr, "err", err)
+	}
+	out.fail(&apiError{status: 502, message: "engines failed before the first token: " + errString(lastErr)})
+	return 502
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+// stream runs one attempt on the decided engine. retry is true when nothing
+// reached the client and another engine may serve the request.
+func (g *Gateway) stream(w *httpx.ResponseWriter, req *genRequest, gen *wire.Generate, d *route.Decision, out output) (status int, retry bool, err error) {
+	s, err := d.Engine.Generate(gen)
+	if err != nil {
+		return 0, true, err
+	}
+	detok := g.Tok.NewStream(true)
+	stops := newStopMatcher(req.stopStrings)
+	started := false
+	timeout := time.NewTimer(g.FirstTokenTimeout)
+	defer timeout.Stop()
+	sent := time.Now()
+	var u usage
+	var buf []byte
+	for {
+		var ev engine.Event
+		var open bool
+		select {
+		case ev, open = <-s.C:
+			if !open {
+				return 502, false, nil
+			}
+		case <-w.Gone():
+			s.Cancel(wire.CancelClientGone)
+			return 499, false, nil
+		case <-timeout.C:
+			if !started {
+				s.Cancel(wire.CancelTimeout)
+				out.fail(&apiError{status: 504, message: "no first token from the engine in time"})
+				return 504, false, nil
+			}
+		}
+		if ev.Err != nil {
+			if !started {
+				var re *wire.RemoteError
+				overloaded := errors.As(ev.Err, &re) && re.Code == wire.CodeOverloaded
+				if errors.Is(ev.Err, engine.ErrEngineDown) || overloaded {
+					return 0, true, ev.Err
+				}
+				out.fail(&apiError{status: 502, message: "engine error: " + ev.Err.Error()})
+				return 502, false, nil
+			}
+			out.fail(&apiError{status: 502, message: "engine failed mid-stream: " + ev.Err.Error()})
+			return 502, false, nil
+		}
+		if ev.First {
+			started = true
+			d.FirstToken()
+			u.cached = ev.Cached
+			g.Metrics.firstToken(time.Since(sent), d.PredictedCached, int(ev.Cached))
+			if err := out.start(d.Engine.Info().ID); err != nil {
+				s.Cancel(wire.CancelClientGone)
+				return 499, false, nil
+			}
+		}
+		buf = detok.Next(buf[:0], ev.Tokens)
+		if ev.Last {
+			buf = detok.Flush(buf)
+		}
+		text, stopped := stops.feed(string(buf), ev.Last)
+		if text != "" {
+			if err := out.delta(text); err != nil {
+				s.Cancel(wire.CancelClientGone)
+				return 499, false, nil
+			}
+		}
+		if stopped {
+			s.Cancel(wire.CancelClientGone)
+			u.prompt = uint32(len(req.tokens))
+			_ = out.finish("stop", u)
+			return 200, false, nil
+		}
+		if ev.Last {
+			u.prompt, u.completion = ev.PromptTokens, ev.CompletionTokens
+			reason := "stop"
+			switch ev.Finish {
+			case wire.FinishLength:
+				reason = "length"
+			case wire.FinishAbort, wire.FinishCancelled:
+				reason = "abort"
+			}
+			_ = out.finish(reason, u)
+			return 200, false, nil
+		}
+	}
+}
+
+// stopMatcher finds stop strings in streamed text, holding back the tail
+// that could be the start of one.
+type stopMatcher struct {
+	stops   []string
+	maxLen  int
+	pending string
+}
+
+func newStopMatcher(stops []string) *stopMatcher {
+	m := &stopMatcher{stops: stops}
+	for _, s := range stops {
+		m.maxLen = max(m.maxLen, len(s))
+	}
+	return m
+}
+
+// feed takes new text and returns what may be sent, and whether a stop
+// string ended the output (the stop string itself is not sent).
+func (m *stopMatcher) feed(text string, last bool) (string, bool) {
+	if len(m.stops) == 0 {
+		return text, false
+	}
+	m.pending += text
+	cut := -1
+	for _, s := range m.stops {
+		if s == "" {
+			continue
+		}
+		if i := strings.Index(m.pending, s); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	if cut >= 0 {
+		out := m.pending[:cut]
+		m.pending = ""
+		return out, true
+	}
+	if last {
+		out := m.pending
+		m.pending = ""
+		return out, false
+	}
+	keep := min(len(m.pending), m.maxLen-1)
+	for keep > 0 && keep < len(m.pending) && !isRuneStart(m.pending[len(m.pending)-keep]) {
+		keep++ // never split a UTF-8 sequence
+	}
+	out := m.pending[:len(m.pending)-keep]
+	m.pending = m.pending[len(m.pending)-keep:]
+	return out, false
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,330 @@
+// Package route decides which engine serves a request: it hashes the prompt
+// per engine hash scheme, matches it against the KV index, scores each
+// candidate by an estimate of its time to first token, and reserves the
+// chosen engine's load atomically with the choice.
+package route
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/kvstore"
+)
+
+// Policy names a routing policy.
+type Policy string
+
+// Policies.
+const (
+	PolicyKV           Policy = "kv"
+	PolicyRoundRobin   Policy = "round-robin"
+	PolicyLeastLoad    Policy = "least-load"
+	PolicySession      Policy = "session"
+	PolicyApproxPrefix Policy = "approx-prefix"
+)
+
+// ParsePolicy validates a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case PolicyKV, PolicyRoundRobin, PolicyLeastLoad, PolicySession, PolicyApproxPrefix:
+		return p, nil
+	}
+	return "", fmt.Errorf("route: unknown policy %q (kv, round-robin, least-load, session, approx-prefix)", s)
+}
+
+// Weights tune the kv policy's time-to-first-token estimate.
+type Weights struct {
+	// PrefillTokensPerMs is an engine's prefill rate.
+	PrefillTokensPerMs float64
+	// CPUBlockCost is the cost of a CPU-tier block relative to recomputing
+	// it (0: free, 1: as if not cached); DiskBlockCost likewise.
+	CPUBlockCost, DiskBlockCost float64
+	// ApproxBlockCost discounts approximate (unconfirmed) hits.
+	ApproxBlockCost float64
+	// DecodeMsPerKToken adds decode pressure: ms per 1,000 active decode tokens.
+	DecodeMsPerKToken float64
+	// TieFraction: engines within this fraction of the best cost are
+	// near-equal and one is picked at random.
+	TieFraction float64
+}
+
+// DefaultWeights fit the simulator's default profile: ~66 tokens/ms of
+// prefill, CPU blocks at a fifth of recomputing, decode pressure small.
+func DefaultWeights() Weights {
+	return Weights{PrefillTokensPerMs: 66, CPUBlockCost: 0.2, DiskBlockCost: 0.5, ApproxBlockCost: 0.3,
+		DecodeMsPerKToken: 0.05, TieFraction: 0.05}
+}
+
+// Request is what the router needs of a request.
+type Request struct {
+	Model   string
+	Tokens  []uint32
+	Keys    kvstore.Keys
+	Session string // session key for the session policy
+}
+
+// ErrNoEngine: no ready engine serves the model.
+var ErrNoEngine = errors.New("route: no ready engine serves the model")
+
+// Router routes requests over a pool.
+type Router struct {
+	pool     *engine.Pool
+	policy   Policy
+	w        Weights
+	rr       atomic.Uint64
+	approx   *kvstore.Index // approx-prefix: the router's own guesses, no events
+	aslots   sync.Map       // *engine.Engine -> kvstore.Slot in approx
+	mu       sync.Mutex     // guards inflight
+	inflight map[*engine.Engine]*Load
+}
+
+// Load is the work a router has sent to an engine and not yet seen finish.
+type Load struct {
+	PrefillTokens int64 // waiting for their first token
+	DecodeTokens  int64 // KV tokens of requests decoding
+	Requests      int64
+}
+
+// New returns a router.
+func New(pool *engine.Pool, policy Policy, w Weights) *Router {
+	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*Load)}
+	if policy == PolicyApproxPrefix {
+		r.approx = kvstore.New(kvstore.Options{})
+	}
+	return r
+}
+
+// Policy returns the router's policy.
+func (r *Router) Policy() Policy { return r.policy }
+
+// Decision is a routing decision and its reservation. Call FirstToken when
+// the first token arrives and Done when the request ends (either once).
+type Decision struct {
+	Engine *engine.Engine
+	// Match is what the index said the engine holds of the prompt.
+	Match kvstore.Match
+	// PredictedCached is Match in tokens.
+	PredictedCached int
+	prompt          int
+	r               *Router
+	first, done     atomic.Bool
+}
+
+// Route picks an engine and reserves the request's load on it.
+func (r *Router) Route(req *Request) (*Decision, error) {
+	cands := r.candidates(req.Model)
+	if len(cands) == 0 {
+		return nil, ErrNoEngine
+	}
+	var d *Decision
+	var err error
+	switch r.policy {
+	case PolicyRoundRobin:
+		d = &Decision{Engine: cands[r.rr.Add(1)%uint64(len(cands))]}
+	case PolicyLeastLoad:
+		d = r.leastLoad(cands)
+	case PolicySession:
+		d = r.session(cands, req)
+	default:
+		d, err = r.byCost(cands, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.r, d.prompt = r, len(req.Tokens)
+	r.mu.Lock()
+	l := r.loadOf(d.Engine)
+	l.PrefillTokens += int64(len(req.Tokens) - d.PredictedCached)
+	l.Requests++
+	r.mu.Unlock()
+	return d, nil
+}
+
+func (r *Router) candidates(model string) []*engine.Engine {
+	var out []*engine.Engine
+	for _, e := range r.pool.Engines() {
+		if e.Ready() && e.Serves(model) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *Router) loadOf(e *engine.Engine) *Load {
+	l, ok := r.inflight[e]
+	if !ok {
+		l = &Load{}
+		r.inflight[e] = l
+	}
+	return l
+}
+
+// Inflight returns a copy of the router's own load on e.
+func (r *Router) Inflight(e *engine.Engine) Load {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return *r.loadOf(e)
+}
+
+// queued is the prefill work ahead of a new request on e: the engine's own
+// report (which includes other routers' requests) or this router's
+// reservations, whichever is larger (the report lags new reservations).
+func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
+	own := r.Inflight(e)
+	prefill, decode, requests = float64(own.PrefillTokens), float64(own.DecodeTokens), float64(own.Requests)
+	if l := e.Load(); l != nil {
+		prefill = max(prefill, float64(l.QueuedPrefillTokens))
+		decode = max(decode, float64(l.ActiveDecodeTokens))
+		requests = max(requests, float64(l.Running+l.Waiting))
+	}
+	return
+}
+
+func (r *Router) leastLoad(cands []*engine.Engine) *Decision {
+	best, bestLoad := cands[0], math.Inf(1)
+	for _, e := range cands {
+		_, _, n := r.queued(e)
+		if n < bestLoad || (n == bestLoad && rand.IntN(2) == 0) {
+			best, bestLoad = e, n
+		}
+	}
+	return &Decision{Engine: best}
+}
+
+// session picks by rendezvous hashing of the session key, so a session
+// stays on its engine while the engine set is stable.
+func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
+	key := req.Session
+	if key == "" {
+		return &Decision{Engine: cands[r.rr.Add(1)%uint64(len(cands))]}
+	}
+	var best *engine.Engine
+	var bestScore uint64
+	for _, e := range cands {
+		if s := xxh3.HashString(key + "\x00" + e.Addr); best == nil || s > bestScore {
+			best, bestScore = e, s
+		}
+	}
+	return &Decision{Engine: best}
+}
+
+// byCost is the kv (and approx-prefix) policy: the least estimated time to
+// first token, near-ties broken at random so replicas do not herd.
+func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error) {
+	type scored struct {
+		e     *engine.Engine
+		cost  float64
+		match kvstore.Match
+		bs    int
+	}
+	all := make([]scored, 0, len(cands))
+	hashes := map[*kvstore.Hasher][]uint64{}
+	best := math.Inf(1)
+	for _, e := range cands {
+		h := e.Hasher()
+		if h == nil {
+			continue
+		}
+		hs, ok := hashes[h]
+		if !ok {
+			var err error
+			if hs, err = h.Hash(nil, req.Tokens, &req.Keys); err != nil {
+				return nil, fmt.Errorf("route: hashing prompt: %w", err)
+			}
+			hashes[h] = hs
+		}
+		m := r.match(e, hs)
+		bs := h.BlockSize()
+		prefill, decode, _ := r.queued(e)
+		uncached := float64(len(req.Tokens)) - float64(bs)*(float64(m.Blocks[kvstore.TierGPU])+
+			float64(m.Blocks[kvstore.TierCPU])*(1-r.w.CPUBlockCost)+
+			float64(m.Blocks[kvstore.TierDisk])*(1-r.w.DiskBlockCost)+
+			float64(m.Approx)*(1-r.w.ApproxBlockCost))
+		cost := (prefill+max(uncached, 1))/r.w.PrefillTokensPerMs + r.w.DecodeMsPerKToken*decode/1000
+		all = append(all, scored{e, cost, m, bs})
+		best = min(best, cost)
+	}
+	if len(all) == 0 {
+		return nil, ErrNoEngine
+	}
+	near := all[:0:0]
+	for _, s := range all {
+		if s.cost <= best*(1+r.w.TieFraction) {
+			near = append(near, s)
+		}
+	}
+	pick := near[rand.IntN(len(near))]
+	d := &Decision{Engine: pick.e, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
+	if r.approx != nil {
+		r.recordApprox(pick.e, hashes[pick.e.Hasher()])
+	}
+	return d, nil
+}
+
+func (r *Router) match(e *engine.Engine, hs []uint64) kvstore.Match {
+	out := make([]kvstore.Match, 1)
+	if r.approx != nil {
+		if s, ok := r.approxSlot(e); ok {
+			r.approx.Match(hs, []kvstore.Slot{s}, out)
+		}
+		return out[0]
+	}
+	if s, ok := e.Slot(); ok {
+		r.pool.Index().Match(hs, []kvstore.Slot{s}, out)
+	}
+	return out[0]
+}
+
+func (r *Router) approxSlot(e *engine.Engine) (kvstore.Slot, bool) {
+	if s, ok := r.aslots.Load(e); ok {
+		return s.(kvstore.Slot), true
+	}
+	info := e.Info()
+	slots, err := r.approx.AddEngine(kvstore.EngineConfig{ID: e.Addr, Capacity: [kvstore.NumTiers]uint64{info.Capacity(0)}})
+	if err != nil {
+		return 0, false
+	}
+	r.aslots.Store(e, slots[0])
+	return slots[0], true
+}
+
+func (r *Router) recordApprox(e *engine.Engine, hs []uint64) {
+	if s, ok := r.approxSlot(e); ok {
+		_ = r.approx.RecordApprox(s, hs)
+	}
+}
+
+// FirstToken moves the request's reservation from prefill to decode.
+func (d *Decision) FirstToken() {
+	if d.first.Swap(true) || d.done.Load() {
+		return
+	}
+	d.r.mu.Lock()
+	l := d.r.loadOf(d.Engine)
+	l.PrefillTokens -= int64(d.prompt - d.PredictedCached)
+	l.DecodeTokens += int64(d.prompt)
+	d.r.mu.Unlock()
+}
+
+// Done releases the request's reservation.
+func (d *Decision) Done() {
+	if d.done.Swap(true) {
+		return
+	}
+	d.r.mu.Lock()
+	l := d.r.loadOf(d.Engine)
+	if d.first.Load() {
+		l.DecodeTokens -= int64(d.prompt)
+	} else {
+		l.PrefillTokens -= int64(d.prompt - d.PredictedCached)
+	}
+	l.Requests--
+	d.r.mu.Unlock()
+}
