@@ -194,4 +194,3 @@ func (d *daemon) close() {
 		s.Close()
 	}
 }
-

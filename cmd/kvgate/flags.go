@@ -165,4 +165,3 @@ func readKeys(path string, into map[string]bool) error {
 	}
 	return nil
 }
-

@@ -55,4 +55,3 @@ func run(args []string, stderr io.Writer) int {
 	log.Info("stopped")
 	return 0
 }
-
