@@ -46,21 +46,25 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Logger.Info("kvgate-sim serving", "addr", ln.Addr().String(), "id", cfg.ID, "model", cfg.Rank.Model,
 		"block_size", cfg.Rank.BlockSize, "gpu_blocks", cfg.Rank.GPUBlocks, "cpu_blocks", cfg.Rank.CPUBlocks,
 		"dp_ranks", cfg.DPRanks, "profile", cfg.Rank.Profile.Name, "speed", cfg.Speed)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		<-sigs
+	select {
+	case <-sigs:
 		cfg.Logger.Info("draining")
 		if err := srv.Shutdown(context.Background()); err != nil {
 			cfg.Logger.Warn("drain cut short", "err", err)
 		}
-	}()
-	if err := srv.Serve(ln); err != nil {
-		fmt.Fprintln(stderr, "kvgate-sim:", err)
-		return 1
+		return 0
+	case err := <-served:
+		srv.Close()
+		if err != nil {
+			fmt.Fprintln(stderr, "kvgate-sim:", err)
+			return 1
+		}
+		return 0
 	}
-	srv.Close()
-	return 0
 }
 
 func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level, error) {
