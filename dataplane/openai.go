@@ -66,6 +66,9 @@ func (g *Gateway) toGen(f *samplingFields, reqID string, defaultMax int64) (*gen
 		return nil, badRequest("model", "field \"model\" is required")
 	}
 	if !g.serves(f.Model) {
+		if g.connecting() {
+			return nil, &apiError{status: 503, message: "engines are still connecting; model " + f.Model + " is not known yet", retryAfter: 1}
+		}
 		return nil, notFound(fmt.Sprintf("model %q is not served here (see GET /v1/models)", f.Model))
 	}
 	if f.N != nil && *f.N != 1 {
@@ -120,6 +123,17 @@ func parseStop(raw json.RawMessage) ([]string, error) {
 		return nil, fmt.Errorf("stop must be a string or a list of at most 16 strings")
 	}
 	return many, nil
+}
+
+// connecting reports whether some engine has never completed a handshake,
+// so the set of served models may still grow.
+func (g *Gateway) connecting() bool {
+	for _, e := range g.Pool.Engines() {
+		if e.Info().ID == "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Gateway) serves(model string) bool {

@@ -69,8 +69,6 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
 	go maintain(ctx, index)
-	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr, "engines", addrs,
-		"policy", string(c.policy), "tokenizer", tokenizerName(c.tokenizerDir))
 	if c.simEngines > 0 {
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer wcancel()
@@ -78,6 +76,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 			log.Warn("simulated engines not all ready", "err", err)
 		}
 	}
+	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr, "engines", addrs,
+		"policy", string(c.policy), "tokenizer", tokenizerName(c.tokenizerDir))
 	return d, nil
 }
 
