@@ -24,8 +24,9 @@ build:
 	$(GO) build -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
 run: build
-	@echo "kvgate: OpenAI and Anthropic APIs on http://127.0.0.1:8080, 4 simulated engines."
-	@echo "try:   curl -s localhost:8080/v1/completions -d '{\"model\":\"sim\",\"prompt\":\"Hello\",\"max_tokens\":8}'"
+	@echo "kvgate: OpenAI and Anthropic APIs on http://127.0.0.1:8080, 4 simulated engines; metrics on :9090/metrics"
+	@echo "try:   curl -s localhost:8080/v1/chat/completions -d '{\"model\":\"Qwen/Qwen3-8B\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'"
+	@echo "       curl -sN localhost:8080/v1/messages -d '{\"model\":\"Qwen/Qwen3-8B\",\"max_tokens\":16,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'"
 	./bin/kvgate --listen 127.0.0.1:8080 --sim-engines 4
 
 test: vet race fuzz-short bench-once e2e
