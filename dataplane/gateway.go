@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/engine"
@@ -28,7 +27,6 @@ type Gateway struct {
 	// FirstTokenTimeout bounds the wait for the first token (504 after).
 	FirstTokenTimeout time.Duration
 	Metrics           *Metrics
-	reqSeq            atomic.Uint64
 }
 
 // ServeHTTP implements httpx.Handler.

@@ -130,15 +130,6 @@ func (t *table) lookup(h uint64, slot uint16) (int, bool) {
 	}
 }
 
-// insert adds e, which must not be present, growing the table first if needed.
-func (t *table) insert(e entry) {
-	if t.full() {
-		t.grow()
-	}
-	pos, _ := t.lookup(e.hash, e.slot)
-	t.insertAt(pos, e)
-}
-
 // full reports whether one more entry would pass the maximum load.
 func (t *table) full() bool { return (t.used+1)*maxLoadDen > len(t.entries)*maxLoadNum }
 

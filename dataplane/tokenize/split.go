@@ -260,16 +260,17 @@ func (gpt2Splitter) next(s string, i int) int {
 	if s[j] == ' ' {
 		j++
 	}
-	r, n := at(s, j)
+	r, _ := at(s, j)
 	switch {
 	case isLetter(r):
 		return letterRun(s, j)
 	case isNumber(r):
 		for j < len(s) {
-			if r, n = at(s, j); !isNumber(r) {
+			r2, n2 := at(s, j)
+			if !isNumber(r2) {
 				break
 			}
-			j += n
+			j += n2
 		}
 		return j
 	}
