@@ -1,0 +1,101 @@
+package httpx
+
+import (
+	"strings"
+	"testing"
+)
+
+var lim = limits{maxHeader: 8 << 10, maxBody: 1 << 16}
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name   string
+		in     string
+		path   string
+		body   string
+		status int // 0: parsed
+		more   bool
+	}{
+		{name: "get", in: "GET /health?x=1 HTTP/1.1\r\nHost: a\r\n\r\n", path: "/health"},
+		{name: "content-length", in: "POST /v1/completions HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}", path: "/v1/completions", body: "{}"},
+		{name: "chunked", in: "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n", path: "/x", body: "abcde"},
+		{name: "partial header", in: "GET /health HTTP/1.1\r\nHost:", more: true},
+		{name: "partial body", in: "POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\n12345", more: true},
+		{name: "partial chunk", in: "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", more: true},
+		{name: "bad line", in: "NONSENSE\r\n\r\n", status: 400},
+		{name: "absolute target", in: "GET http://x/ HTTP/1.1\r\n\r\n", status: 400},
+		{name: "http2", in: "GET / HTTP/2.0\r\n\r\n", status: 505},
+		{name: "bad length", in: "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", status: 400},
+		{name: "conflicting lengths", in: "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", status: 400},
+		{name: "length and chunked", in: "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400},
+		{name: "gzip encoding", in: "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", status: 501},
+		{name: "body too large", in: "POST / HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n", status: 413},
+		{name: "chunked too large", in: "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffff\r\n", status: 413},
+		{name: "header too large", in: "GET / HTTP/1.1\r\nX: " + strings.Repeat("a", 9000), status: 431},
+		{name: "space before colon", in: "GET / HTTP/1.1\r\nX : y\r\n\r\n", status: 400},
+		{name: "expect", in: "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n", more: true},
+		{name: "bad expect", in: "POST / HTTP/1.1\r\nExpect: magic\r\n\r\n", status: 417},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := parse([]byte(c.in), lim)
+			switch {
+			case c.status != 0:
+				if err == nil || err.status != c.status {
+					t.Fatalf("got %v, want status %d", err, c.status)
+				}
+			case c.more:
+				if err != nil || res.req != nil {
+					t.Fatalf("want more bytes, got %v %+v", err, res.req)
+				}
+			default:
+				if err != nil || res.req == nil || res.req.Path != c.path || string(res.req.Body) != c.body || res.consumed != len(c.in) {
+					t.Fatalf("got %v %+v consumed %d", err, res.req, res.consumed)
+				}
+			}
+		})
+	}
+}
+
+func TestParseKeepAliveAndPipelining(t *testing.T) {
+	in := "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.0\r\n\r\nGET /c HTTP/1.1\r\nConnection: close\r\n\r\n"
+	b := []byte(in)
+	var got []string
+	for len(b) > 0 {
+		res, err := parse(b, lim)
+		if err != nil || res.req == nil {
+			t.Fatalf("%v %+v", err, res)
+		}
+		got = append(got, res.req.Path+map[bool]string{true: ":close", false: ""}[res.req.close])
+		b = b[res.consumed:]
+	}
+	if strings.Join(got, " ") != "/a /b:close /c:close" {
+		t.Fatalf("%v", got)
+	}
+	if h := (Header{{"Content-Type", "x"}}); h.Get("content-type") != "x" || h.Get("content-typ") != "" {
+		t.Fatal("header lookup")
+	}
+}
+
+// FuzzParse: no input panics or allocates beyond the limits, and a parsed
+// request never consumes more than it was given.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("GET /health HTTP/1.1\r\n\r\n"))
+	f.Add([]byte("POST /x HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"))
+	f.Add([]byte("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"))
+	f.Add([]byte("GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for split := 0; split <= len(in); split += max(1, len(in)/7) {
+			res, err := parse(in[:split], lim)
+			if err != nil {
+				if err.status < 400 || err.status > 505 {
+					t.Fatalf("status %d", err.status)
+				}
+				continue
+			}
+			if res.req != nil && (res.consumed > split || len(res.req.Body) > lim.maxBody) {
+				t.Fatalf("consumed %d of %d, body %d", res.consumed, split, len(res.req.Body))
+			}
+		}
+	})
+}
