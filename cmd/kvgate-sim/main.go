@@ -43,13 +43,15 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kvgate-sim:", err)
 		return 1
 	}
+	// Catch signals before announcing the address: whoever reads the log
+	// line may send SIGTERM at once.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	cfg.Logger.Info("kvgate-sim serving", "addr", ln.Addr().String(), "id", cfg.ID, "model", cfg.Rank.Model,
 		"block_size", cfg.Rank.BlockSize, "gpu_blocks", cfg.Rank.GPUBlocks, "cpu_blocks", cfg.Rank.CPUBlocks,
 		"dp_ranks", cfg.DPRanks, "profile", cfg.Rank.Profile.Name, "speed", cfg.Speed)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case <-sigs:
 		cfg.Logger.Info("draining")

@@ -29,13 +29,15 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kvgate: configuration is valid")
 		return 0
 	}
+	// Catch signals before start announces the address: whoever reads that
+	// log line may send SIGTERM at once.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	d, err := start(cfg, log)
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return 1
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case sig := <-sigs:
 		log.Info("draining", "signal", sig.String(), "deadline", cfg.drainTimeout)
