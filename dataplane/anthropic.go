@@ -97,13 +97,7 @@ func (o *anthropicOut) message(content []any, stop any, u usage) map[string]any 
 
 func (o *anthropicOut) start(engineID string) error {
 	o.started = true
-	o.w.Header().Set("x-kvgate-engine", engineID)
-	if !o.stream {
-		return nil
-	}
-	o.w.Header().Set("Content-Type", "text/event-stream")
-	o.w.Header().Set("Cache-Control", "no-cache")
-	if err := o.w.Stream(200); err != nil {
+	if err := beginResponse(o.w, engineID, o.stream); err != nil || !o.stream {
 		return err
 	}
 	if err := o.send("message_start", map[string]any{"type": "message_start",

@@ -42,6 +42,18 @@ type output interface {
 	fail(e *apiError)
 }
 
+// beginResponse names the serving engine and, for a stream, sends the
+// event-stream header; a whole response's header goes out with its body.
+func beginResponse(w *httpx.ResponseWriter, engineID string, stream bool) error {
+	w.Header().Set("x-kvgate-engine", engineID)
+	if !stream {
+		return nil
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	return w.Stream(200)
+}
+
 // run routes req, streams its tokens through out, and returns the HTTP
 // status. An engine that fails before the first token costs the client
 // nothing: the request is routed again, up to g.Retries times.

@@ -382,13 +382,7 @@ func (o *openaiOut) object() string {
 
 func (o *openaiOut) start(engineID string) error {
 	o.started = true
-	o.w.Header().Set("x-kvgate-engine", engineID)
-	if !o.stream {
-		return nil
-	}
-	o.w.Header().Set("Content-Type", "text/event-stream")
-	o.w.Header().Set("Cache-Control", "no-cache")
-	if err := o.w.Stream(200); err != nil {
+	if err := beginResponse(o.w, engineID, o.stream); err != nil || !o.stream {
 		return err
 	}
 	if o.chat {

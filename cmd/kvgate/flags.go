@@ -65,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.http.HeaderTimeout, "header-timeout", c.http.HeaderTimeout, "time a client has to send a request header")
 	fs.DurationVar(&c.http.IdleTimeout, "idle-timeout", c.http.IdleTimeout, "keep-alive idle timeout")
 	fs.IntVar(&c.http.MaxPendingWrite, "max-pending-write", c.http.MaxPendingWrite, "bytes buffered for a client before it is cut off for not reading")
+	fs.IntVar(&c.http.SocketSendBuffer, "socket-send-buffer", 0, "SO_SNDBUF of client sockets in bytes (0: kernel autotuning)")
 	fs.IntVar(&c.retries, "retries", 2, "re-routes of a request whose engine fails before the first token")
 	fs.DurationVar(&c.firstTokenTimeout, "first-token-timeout", 5*time.Minute, "wait for a first token before answering 504")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "SIGTERM: how long in-flight requests may finish")

@@ -31,7 +31,10 @@ type Config struct {
 	// MaxPendingWrite bounds the bytes queued to one client; a client that
 	// stops reading past it is cut off.
 	MaxPendingWrite int
-	Logger          *slog.Logger
+	// SocketSendBuffer sets SO_SNDBUF of client sockets (0: the kernel's
+	// autotuning). What the kernel buffers is invisible to MaxPendingWrite.
+	SocketSendBuffer int
+	Logger           *slog.Logger
 }
 
 // DefaultConfig returns the server defaults.
@@ -97,6 +100,9 @@ func (s *Server) Serve() error {
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay)}
 	if s.cfg.EventLoops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.cfg.EventLoops))
+	}
+	if s.cfg.SocketSendBuffer > 0 {
+		opts = append(opts, gnet.WithSocketSendBuffer(s.cfg.SocketSendBuffer))
 	}
 	return gnet.Run(s, "tcp://"+s.addr, opts...)
 }

@@ -86,15 +86,17 @@ func BenchmarkEncodeQwen3(b *testing.B) {
 	tok := uncachedBuiltin(b)
 	for _, kind := range benchKinds {
 		text := benchTexts()[kind]
-		b.Run(kind, func(b *testing.B) {
-			dst := make([]uint32, 0, len(text))
-			dst = tok.Encode(dst, text, false)
-			b.SetBytes(int64(len(text)))
-			b.ReportAllocs()
-			for b.Loop() {
-				dst = tok.Encode(dst[:0], text, false)
-			}
-		})
+		b.Run(kind, func(b *testing.B) { benchEncode(b, tok, text) })
+	}
+}
+
+// benchEncode measures Encode of text into a reused buffer.
+func benchEncode(b *testing.B, tok *Tokenizer, text string) {
+	dst := tok.Encode(nil, text, false)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = tok.Encode(dst[:0], text, false)
 	}
 }
 
@@ -220,14 +222,7 @@ func BenchmarkVersusTiktoken(b *testing.B) {
 	codec, _ := tiktoken.Get(tiktoken.Cl100kBase)
 	for _, kind := range benchKinds {
 		text := benchTexts()[kind]
-		b.Run("kvgate/"+kind, func(b *testing.B) {
-			dst := ours.Encode(nil, text, false)
-			b.SetBytes(int64(len(text)))
-			b.ReportAllocs()
-			for b.Loop() {
-				dst = ours.Encode(dst[:0], text, false)
-			}
-		})
+		b.Run("kvgate/"+kind, func(b *testing.B) { benchEncode(b, ours, text) })
 		b.Run("tiktoken-go/"+kind, func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			b.ReportAllocs()
@@ -263,14 +258,7 @@ func BenchmarkVersusSugarme(b *testing.B) {
 	}
 	for _, kind := range benchKinds {
 		text := benchTexts()[kind]
-		b.Run("kvgate/"+kind, func(b *testing.B) {
-			dst := ours.Encode(nil, text, false)
-			b.SetBytes(int64(len(text)))
-			b.ReportAllocs()
-			for b.Loop() {
-				dst = ours.Encode(dst[:0], text, false)
-			}
-		})
+		b.Run("kvgate/"+kind, func(b *testing.B) { benchEncode(b, ours, text) })
 		b.Run("sugarme/"+kind, func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			b.ReportAllocs()

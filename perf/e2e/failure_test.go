@@ -82,7 +82,8 @@ func waitReady(t *testing.T, base string) {
 // TestSlowReaderIsCutOff: a client that stops reading a long stream is
 // disconnected once its output buffer fills, and the daemon keeps serving.
 func TestSlowReaderIsCutOff(t *testing.T) {
-	p, base := startKvgate(t, "--sim-engines", "1", "--sim-profile", "zero", "--max-pending-write", "65536")
+	p, base := startKvgate(t, "--sim-engines", "1", "--sim-profile", "zero", "--max-pending-write", "65536",
+		"--socket-send-buffer", "16384") // a small kernel buffer, so the backlog shows in user space soon
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
