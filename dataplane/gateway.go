@@ -92,13 +92,21 @@ func (g *Gateway) simple(w *httpx.ResponseWriter, _ *httpx.Request, status int, 
 	return status
 }
 
+// ready reports whether every model any engine has announced has at least
+// one ready engine (and there is at least one).
 func (g *Gateway) ready() bool {
+	models := map[string]bool{}
 	for _, e := range g.Pool.Engines() {
-		if e.Ready() {
-			return true
+		for _, m := range e.Info().Models {
+			models[m] = models[m] || e.Ready()
 		}
 	}
-	return false
+	for _, ok := range models {
+		if !ok {
+			return false
+		}
+	}
+	return len(models) > 0
 }
 
 func (g *Gateway) authorized(r *httpx.Request) bool {

@@ -73,9 +73,13 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, out output) int 
 		d, err := g.Router.Route(&route.Request{Model: req.model, Tokens: req.tokens, Session: req.session})
 		g.Metrics.routeSeconds.Observe(time.Since(t0).Seconds())
 		if err != nil {
-			if errors.Is(err, route.ErrNoEngine) {
+			switch {
+			case errors.Is(err, route.ErrNoEngine):
 				out.fail(&apiError{status: 503, message: "no engine is ready for model " + req.model, retryAfter: 1})
 				return 503
+			case errors.Is(err, route.ErrQueueFull):
+				out.fail(&apiError{status: 429, kind: "rate_limit_error", message: "every engine for model " + req.model + " is at its queue limit", retryAfter: 1})
+				return 429
 			}
 			out.fail(&apiError{status: 500, message: err.Error()})
 			return 500
@@ -155,6 +159,7 @@ func (g *Gateway) stream(w *httpx.ResponseWriter, req *genRequest, gen *wire.Gen
 				return 499, false, nil
 			}
 		}
+		d.Generated(len(ev.Tokens))
 		buf = detok.Next(buf[:0], ev.Tokens)
 		if ev.Last {
 			buf = detok.Flush(buf)

@@ -118,6 +118,7 @@ func (e *Engine) run(ctx context.Context) {
 		err := e.session(ctx)
 		e.state.Store(int32(StateDown))
 		e.failStreams(err)
+		e.purge()
 		if ctx.Err() != nil {
 			return
 		}
@@ -168,7 +169,7 @@ func (e *Engine) session(ctx context.Context) error {
 // adopt records a new connection's handshake and registers its ranks in the
 // index (again after a reconnect: the snapshot replaces what it held).
 func (e *Engine) adopt(c *wire.Conn) error {
-	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: int(c.Peer.BlockSize), Seed: c.Peer.HashSeed, Model: firstModel(c.Peer.Models)})
+	h, err := e.pool.hasher(kvstore.HashConfig{BlockSize: int(c.Peer.BlockSize), Seed: c.Peer.HashSeed, Model: firstModel(c.Peer.Models)})
 	if err != nil {
 		return err
 	}
@@ -277,6 +278,19 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// purge forgets what a lost engine held ("engine gone"): its cache may be
+// gone too, and a reconnect brings a snapshot.
+func (e *Engine) purge() {
+	e.mu.Lock()
+	slots := append([]kvstore.Slot(nil), e.slots...)
+	e.mu.Unlock()
+	for _, s := range slots {
+		if err := e.pool.index.Replace(s, nil); err != nil {
+			e.log.Warn("purging a lost engine's blocks", "engine", e.Addr, "err", err)
+		}
+	}
 }
 
 func (e *Engine) rankSlot(rank uint16) (kvstore.Slot, bool) {

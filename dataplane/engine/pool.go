@@ -34,6 +34,8 @@ type Pool struct {
 	index   *kvstore.Index
 	engines []*Engine
 	metrics poolMetrics
+	hashMu  sync.Mutex
+	hashers map[kvstore.HashConfig]*kvstore.Hasher // shared: a router hashes a prompt once per scheme
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -48,7 +50,7 @@ func NewPool(cfg Config, index *kvstore.Index, addrs []string) *Pool {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{cfg: cfg, log: cfg.Logger, index: index, cancel: cancel}
+	p := &Pool{cfg: cfg, log: cfg.Logger, index: index, cancel: cancel, hashers: map[kvstore.HashConfig]*kvstore.Hasher{}}
 	for _, a := range addrs {
 		e := &Engine{Addr: a, pool: p, log: cfg.Logger}
 		p.engines = append(p.engines, e)
@@ -87,6 +89,22 @@ func (p *Pool) WaitReady(ctx context.Context, n int) error {
 		case <-t.C:
 		}
 	}
+}
+
+// hasher returns the one Hasher of a hash configuration, so engines with
+// the same scheme share it and a prompt is hashed once for all of them.
+func (p *Pool) hasher(cfg kvstore.HashConfig) (*kvstore.Hasher, error) {
+	p.hashMu.Lock()
+	defer p.hashMu.Unlock()
+	if h, ok := p.hashers[cfg]; ok {
+		return h, nil
+	}
+	h, err := kvstore.NewHasher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.hashers[cfg] = h
+	return h, nil
 }
 
 // checkEngine refuses an engine whose hash scheme the router cannot use.

@@ -53,13 +53,17 @@ type Weights struct {
 	// TieFraction: engines within this fraction of the best cost are
 	// near-equal and one is picked at random.
 	TieFraction float64
+	// MaxInflight bounds the requests this router keeps in flight on one
+	// engine (0: no bound); when every engine is at it, Route fails with
+	// ErrQueueFull.
+	MaxInflight int
 }
 
 // DefaultWeights fit the simulator's default profile: ~66 tokens/ms of
 // prefill, CPU blocks at a fifth of recomputing, decode pressure small.
 func DefaultWeights() Weights {
 	return Weights{PrefillTokensPerMs: 66, CPUBlockCost: 0.2, DiskBlockCost: 0.5, ApproxBlockCost: 0.3,
-		DecodeMsPerKToken: 0.05, TieFraction: 0.05}
+		DecodeMsPerKToken: 0.05, TieFraction: 0.05, MaxInflight: 1024}
 }
 
 // Request is what the router needs of a request.
@@ -70,8 +74,13 @@ type Request struct {
 	Session string // session key for the session policy
 }
 
-// ErrNoEngine: no ready engine serves the model.
-var ErrNoEngine = errors.New("route: no ready engine serves the model")
+// Routing errors.
+var (
+	// ErrNoEngine: no ready engine serves the model.
+	ErrNoEngine = errors.New("route: no ready engine serves the model")
+	// ErrQueueFull: every engine of the model is at MaxInflight.
+	ErrQueueFull = errors.New("route: every engine's queue is full")
+)
 
 // Router routes requests over a pool.
 type Router struct {
@@ -113,6 +122,7 @@ type Decision struct {
 	// PredictedCached is Match in tokens.
 	PredictedCached int
 	prompt          int
+	generated       int64 // guarded by r.mu
 	r               *Router
 	first, done     atomic.Bool
 }
@@ -122,6 +132,9 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	cands := r.candidates(req.Model)
 	if len(cands) == 0 {
 		return nil, ErrNoEngine
+	}
+	if cands = r.withRoom(cands); len(cands) == 0 {
+		return nil, ErrQueueFull
 	}
 	var d *Decision
 	var err error
@@ -151,6 +164,22 @@ func (r *Router) candidates(model string) []*engine.Engine {
 	var out []*engine.Engine
 	for _, e := range r.pool.Engines() {
 		if e.Ready() && e.Serves(model) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// withRoom drops engines at MaxInflight.
+func (r *Router) withRoom(cands []*engine.Engine) []*engine.Engine {
+	if r.w.MaxInflight <= 0 {
+		return cands
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := cands[:0:0]
+	for _, e := range cands {
+		if r.loadOf(e).Requests < int64(r.w.MaxInflight) {
 			out = append(out, e)
 		}
 	}
@@ -216,7 +245,9 @@ func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
 }
 
 // byCost is the kv (and approx-prefix) policy: the least estimated time to
-// first token, near-ties broken at random so replicas do not herd.
+// first token, near-ties broken at random so replicas do not herd. The
+// prompt is hashed once per hash scheme and matched against all candidates
+// of that scheme in one index call.
 func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error) {
 	type scored struct {
 		e     *engine.Engine
@@ -224,32 +255,34 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 		match kvstore.Match
 		bs    int
 	}
-	all := make([]scored, 0, len(cands))
-	hashes := map[*kvstore.Hasher][]uint64{}
-	best := math.Inf(1)
+	groups := map[*kvstore.Hasher][]*engine.Engine{}
 	for _, e := range cands {
-		h := e.Hasher()
-		if h == nil {
-			continue
+		if h := e.Hasher(); h != nil {
+			groups[h] = append(groups[h], e)
 		}
-		hs, ok := hashes[h]
-		if !ok {
-			var err error
-			if hs, err = h.Hash(nil, req.Tokens, &req.Keys); err != nil {
-				return nil, fmt.Errorf("route: hashing prompt: %w", err)
-			}
-			hashes[h] = hs
+	}
+	all := make([]scored, 0, len(cands))
+	hashes := make(map[*kvstore.Hasher][]uint64, len(groups))
+	best := math.Inf(1)
+	for h, es := range groups {
+		hs, err := h.Hash(nil, req.Tokens, &req.Keys)
+		if err != nil {
+			return nil, fmt.Errorf("route: hashing prompt: %w", err)
 		}
-		m := r.match(e, hs)
+		hashes[h] = hs
+		matches := r.matchAll(es, hs)
 		bs := h.BlockSize()
-		prefill, decode, _ := r.queued(e)
-		uncached := float64(len(req.Tokens)) - float64(bs)*(float64(m.Blocks[kvstore.TierGPU])+
-			float64(m.Blocks[kvstore.TierCPU])*(1-r.w.CPUBlockCost)+
-			float64(m.Blocks[kvstore.TierDisk])*(1-r.w.DiskBlockCost)+
-			float64(m.Approx)*(1-r.w.ApproxBlockCost))
-		cost := (prefill+max(uncached, 1))/r.w.PrefillTokensPerMs + r.w.DecodeMsPerKToken*decode/1000
-		all = append(all, scored{e, cost, m, bs})
-		best = min(best, cost)
+		for i, e := range es {
+			m := matches[i]
+			prefill, decode, _ := r.queued(e)
+			uncached := float64(len(req.Tokens)) - float64(bs)*(float64(m.Blocks[kvstore.TierGPU])+
+				float64(m.Blocks[kvstore.TierCPU])*(1-r.w.CPUBlockCost)+
+				float64(m.Blocks[kvstore.TierDisk])*(1-r.w.DiskBlockCost)+
+				float64(m.Approx)*(1-r.w.ApproxBlockCost))
+			cost := (prefill+max(uncached, 1))/r.w.PrefillTokensPerMs + r.w.DecodeMsPerKToken*decode/1000
+			all = append(all, scored{e, cost, m, bs})
+			best = min(best, cost)
+		}
 	}
 	if len(all) == 0 {
 		return nil, ErrNoEngine
@@ -268,18 +301,28 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 	return d, nil
 }
 
-func (r *Router) match(e *engine.Engine, hs []uint64) kvstore.Match {
-	out := make([]kvstore.Match, 1)
-	if r.approx != nil {
-		if s, ok := r.approxSlot(e); ok {
-			r.approx.Match(hs, []kvstore.Slot{s}, out)
+// matchAll matches hs against every engine of es at once (the router's own
+// approximate index for approx-prefix, the shared index otherwise).
+func (r *Router) matchAll(es []*engine.Engine, hs []uint64) []kvstore.Match {
+	out := make([]kvstore.Match, len(es))
+	slots := make([]kvstore.Slot, len(es))
+	index := r.pool.Index()
+	for i, e := range es {
+		ok := false
+		if r.approx != nil {
+			slots[i], ok = r.approxSlot(e)
+		} else {
+			slots[i], ok = e.Slot()
 		}
-		return out[0]
+		if !ok {
+			slots[i] = kvstore.MaxSlots // matches nothing
+		}
 	}
-	if s, ok := e.Slot(); ok {
-		r.pool.Index().Match(hs, []kvstore.Slot{s}, out)
+	if r.approx != nil {
+		index = r.approx
 	}
-	return out[0]
+	index.Match(hs, slots, out)
+	return out
 }
 
 func (r *Router) approxSlot(e *engine.Engine) (kvstore.Slot, bool) {
@@ -313,6 +356,18 @@ func (d *Decision) FirstToken() {
 	d.r.mu.Unlock()
 }
 
+// Generated grows the request's decode load by n new tokens: each one's
+// KV stays in the engine's batch until the request ends.
+func (d *Decision) Generated(n int) {
+	if n <= 0 || d.done.Load() {
+		return
+	}
+	d.r.mu.Lock()
+	d.r.loadOf(d.Engine).DecodeTokens += int64(n)
+	d.generated += int64(n)
+	d.r.mu.Unlock()
+}
+
 // Done releases the request's reservation.
 func (d *Decision) Done() {
 	if d.done.Swap(true) {
@@ -321,7 +376,7 @@ func (d *Decision) Done() {
 	d.r.mu.Lock()
 	l := d.r.loadOf(d.Engine)
 	if d.first.Load() {
-		l.DecodeTokens -= int64(d.prompt)
+		l.DecodeTokens -= int64(d.prompt) + d.generated
 	} else {
 		l.PrefillTokens -= int64(d.prompt - d.PredictedCached)
 	}

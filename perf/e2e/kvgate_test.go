@@ -18,12 +18,17 @@ import (
 
 const model = "Qwen/Qwen3-8B"
 
+// admins maps a kvgate's base URL to its admin URL.
+var admins = map[string]string{}
+
 // startKvgate runs kvgate on free ports and returns its base URL.
 func startKvgate(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
 	p := start(t, "kvgate", append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)...)
-	addr := p.waitLog(t, "kvgate listening")["addr"].(string)
-	return p, "http://" + addr
+	line := p.waitLog(t, "kvgate listening")
+	base := "http://" + line["addr"].(string)
+	admins[base] = "http://" + line["admin"].(string)
+	return p, base
 }
 
 func post(t *testing.T, url string, body any) (*http.Response, []byte) {
