@@ -33,8 +33,10 @@ type Stream struct {
 	closed bool // guarded by e.mu
 }
 
-// StreamBuffer is how many events a stream holds for a slow consumer.
-const StreamBuffer = 4096
+// StreamBuffer is how many events a stream holds for its consumer. The
+// gateway drains streams at once (client writes never block it), so this
+// only absorbs scheduling jitter; each event slot costs 64 bytes per request.
+const StreamBuffer = 64
 
 // ErrSlowConsumer ends a stream whose consumer stopped reading.
 var ErrSlowConsumer = errors.New("engine: stream consumer too slow")

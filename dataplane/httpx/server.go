@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/panjf2000/gnet/v2/pkg/logging"
 )
 
 // Handler serves one request. It runs on its own goroutine, never on an
@@ -97,7 +98,7 @@ func (s *Server) Serve() error {
 	}
 	s.addr = net.JoinHostPort(host, portOf(addr))
 	opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithTicker(true), gnet.WithReuseAddr(true),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay)}
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogLevel(logging.ErrorLevel)} // kvgate logs with slog
 	if s.cfg.EventLoops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.cfg.EventLoops))
 	}

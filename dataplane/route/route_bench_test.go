@@ -1,0 +1,95 @@
+package route
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/perf/sim"
+)
+
+// simPool starts n simulated engines on loopback and a pool connected to them.
+func simPool(b *testing.B, n int) *engine.Pool {
+	b.Helper()
+	var addrs []string
+	for i := range n {
+		cfg := sim.DefaultConfig()
+		cfg.ID, cfg.Rank.Profile, cfg.LoadInterval = fmt.Sprintf("sim-%d", i), sim.ZeroProfile, 0
+		cfg.Rank.GPUBlocks = 1 << 18
+		s, err := sim.NewServer(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() { _ = s.Serve(ln) }()
+		b.Cleanup(s.Close)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), addrs)
+	b.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pool.WaitReady(ctx, n); err != nil {
+		b.Fatal(err)
+	}
+	return pool
+}
+
+// BenchmarkRouteDecision times one kv routing decision for an 8,192-token
+// prompt over 64 engines: hash the prompt, match it against every engine,
+// score, pick and reserve (and release). The index holds entriesPerEngine
+// blocks per engine, and 8 engines hold leading parts of the prompt.
+func BenchmarkRouteDecision(b *testing.B) {
+	entriesPerEngine := 150_000 // ~10 M (block, engine) entries in all
+	if testing.Short() {
+		entriesPerEngine = 2_000
+	}
+	pool := simPool(b, 64)
+	rng := rand.New(rand.NewPCG(3, 4))
+	prompt := make([]uint32, 8192)
+	for i := range prompt {
+		prompt[i] = uint32(rng.IntN(150000))
+	}
+	h := pool.Engines()[0].Hasher()
+	hs, err := h.Hash(nil, prompt, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chain := make([]uint64, 64)
+	for i, e := range pool.Engines() {
+		slot, _ := e.Slot()
+		for done := 0; done < entriesPerEngine; done += len(chain) {
+			for j := range chain {
+				chain[j] = rng.Uint64()
+			}
+			if err := pool.Index().Apply(slot, []kvstore.Event{{Kind: kvstore.Stored, Hashes: chain}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if i < 8 {
+			if err := pool.Index().Apply(slot, []kvstore.Event{{Kind: kvstore.Stored, Hashes: hs[:64*(i+1)]}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	r := New(pool, PolicyKV, DefaultWeights())
+	req := &Request{Model: "kvgate/sim", Tokens: prompt}
+	b.ReportMetric(float64(pool.Index().Stats().Entries), "index-entries")
+	b.ResetTimer()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := r.Route(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.Done()
+	}
+}
