@@ -8,6 +8,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -119,13 +120,8 @@ func (g *Gateway) stream(w *httpx.ResponseWriter, req *genRequest, gen *wire.Gen
 	var u usage
 	var buf []byte
 	for {
-		var ev engine.Event
-		var open bool
 		select {
-		case ev, open = <-s.C:
-			if !open {
-				return 502, false, nil
-			}
+		case <-s.Ready():
 		case <-w.Gone():
 			s.Cancel(wire.CancelClientGone)
 			return 499, false, nil
@@ -135,61 +131,73 @@ func (g *Gateway) stream(w *httpx.ResponseWriter, req *genRequest, gen *wire.Gen
 				out.fail(&apiError{status: 504, message: "no first token from the engine in time"})
 				return 504, false, nil
 			}
+			continue
 		}
-		if ev.Err != nil {
-			if !started {
-				var re *wire.RemoteError
-				overloaded := errors.As(ev.Err, &re) && re.Code == wire.CodeOverloaded
-				if errors.Is(ev.Err, engine.ErrEngineDown) || overloaded {
-					return 0, true, ev.Err
-				}
-				out.fail(&apiError{status: 502, message: "engine error: " + ev.Err.Error()})
-				return 502, false, nil
+		for _, ev := range s.Take() {
+			if status, retry, err, done := g.handle(req, d, s, out, ev, &started, detok, stops, &u, &buf, sent); done {
+				return status, retry, err
 			}
-			out.fail(&apiError{status: 502, message: "engine failed mid-stream: " + ev.Err.Error()})
-			return 502, false, nil
-		}
-		if ev.First {
-			started = true
-			d.FirstToken()
-			u.cached = ev.Cached
-			g.Metrics.firstToken(time.Since(sent), d.PredictedCached, int(ev.Cached))
-			if err := out.start(d.Engine.Info().ID); err != nil {
-				s.Cancel(wire.CancelClientGone)
-				return 499, false, nil
-			}
-		}
-		d.Generated(len(ev.Tokens))
-		buf = detok.Next(buf[:0], ev.Tokens)
-		if ev.Last {
-			buf = detok.Flush(buf)
-		}
-		text, stopped := stops.feed(string(buf), ev.Last)
-		if text != "" {
-			if err := out.delta(text); err != nil {
-				s.Cancel(wire.CancelClientGone)
-				return 499, false, nil
-			}
-		}
-		if stopped {
-			s.Cancel(wire.CancelClientGone)
-			u.prompt = uint32(len(req.tokens))
-			_ = out.finish("stop", u)
-			return 200, false, nil
-		}
-		if ev.Last {
-			u.prompt, u.completion = ev.PromptTokens, ev.CompletionTokens
-			reason := "stop"
-			switch ev.Finish {
-			case wire.FinishLength:
-				reason = "length"
-			case wire.FinishAbort, wire.FinishCancelled:
-				reason = "abort"
-			}
-			_ = out.finish(reason, u)
-			return 200, false, nil
 		}
 	}
+}
+
+// handle applies one stream event; done says the attempt is over.
+func (g *Gateway) handle(req *genRequest, d *route.Decision, s *engine.Stream, out output, ev engine.Event,
+	started *bool, detok *tokenize.Stream, stops *stopMatcher, u *usage, buf *[]byte, sent time.Time) (status int, retry bool, err error, done bool) {
+	if ev.Err != nil {
+		if !*started {
+			var re *wire.RemoteError
+			overloaded := errors.As(ev.Err, &re) && re.Code == wire.CodeOverloaded
+			if errors.Is(ev.Err, engine.ErrEngineDown) || overloaded {
+				return 0, true, ev.Err, true
+			}
+			out.fail(&apiError{status: 502, message: "engine error: " + ev.Err.Error()})
+			return 502, false, nil, true
+		}
+		out.fail(&apiError{status: 502, message: "engine failed mid-stream: " + ev.Err.Error()})
+		return 502, false, nil, true
+	}
+	if ev.First {
+		*started = true
+		d.FirstToken()
+		u.cached = ev.Cached
+		g.Metrics.firstToken(time.Since(sent), d.PredictedCached, int(ev.Cached))
+		if err := out.start(d.Engine.Info().ID); err != nil {
+			s.Cancel(wire.CancelClientGone)
+			return 499, false, nil, true
+		}
+	}
+	d.Generated(len(ev.Tokens))
+	*buf = detok.Next((*buf)[:0], ev.Tokens)
+	if ev.Last {
+		*buf = detok.Flush(*buf)
+	}
+	text, stopped := stops.feed(string(*buf), ev.Last)
+	if text != "" {
+		if err := out.delta(text); err != nil {
+			s.Cancel(wire.CancelClientGone)
+			return 499, false, nil, true
+		}
+	}
+	if stopped {
+		s.Cancel(wire.CancelClientGone)
+		u.prompt = uint32(len(req.tokens))
+		_ = out.finish("stop", *u)
+		return 200, false, nil, true
+	}
+	if ev.Last {
+		u.prompt, u.completion = ev.PromptTokens, ev.CompletionTokens
+		reason := "stop"
+		switch ev.Finish {
+		case wire.FinishLength:
+			reason = "length"
+		case wire.FinishAbort, wire.FinishCancelled:
+			reason = "abort"
+		}
+		_ = out.finish(reason, *u)
+		return 200, false, nil, true
+	}
+	return 0, false, nil, false
 }
 
 // stopMatcher finds stop strings in streamed text, holding back the tail

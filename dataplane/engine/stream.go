@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kvgate/kvgate/wire"
 )
@@ -22,24 +23,52 @@ type Event struct {
 	Err              error
 }
 
-// Stream is one request on an engine connection. Events arrive on C; the
-// last one has Last set. The engine's read loop never blocks on a stream:
-// a consumer that falls StreamBuffer events behind is cancelled.
+// Stream is one request on an engine connection. The engine's read loop
+// never blocks on it: events queue on the stream, consecutive token frames
+// merged into one event, and Ready signals that Take has something. A
+// consumer that falls behind only makes the next Take larger; a client that
+// stops reading is the HTTP layer's to cut off.
 type Stream struct {
-	C      <-chan Event
-	c      chan Event
-	e      *Engine
-	id     uint32
-	closed bool // guarded by e.mu
+	e  *Engine
+	id uint32
+
+	mu     sync.Mutex
+	queue  []Event
+	ready  chan struct{} // capacity 1: "queue is not empty"
+	closed bool          // the last event is queued; guarded by e.mu for the stream table
 }
 
-// StreamBuffer is how many events a stream holds for its consumer. The
-// gateway drains streams at once (client writes never block it), so this
-// only absorbs scheduling jitter; each event slot costs 64 bytes per request.
-const StreamBuffer = 64
+// Ready is signalled when events wait to be taken.
+func (s *Stream) Ready() <-chan struct{} { return s.ready }
 
-// ErrSlowConsumer ends a stream whose consumer stopped reading.
-var ErrSlowConsumer = errors.New("engine: stream consumer too slow")
+// Take returns the queued events (nil if none). After the event with Last
+// set has been taken, the stream is over.
+func (s *Stream) Take() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue
+	s.queue = nil
+	return q
+}
+
+// push queues an event, merging plain token frames into the previous one.
+func (s *Stream) push(ev Event) {
+	s.mu.Lock()
+	if n := len(s.queue); n > 0 && !ev.First && !ev.Last && ev.Err == nil {
+		last := &s.queue[n-1]
+		if !last.Last && last.Err == nil {
+			last.Tokens = append(last.Tokens, ev.Tokens...)
+			s.mu.Unlock()
+			return
+		}
+	}
+	s.queue = append(s.queue, ev)
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
 
 // ErrNotReady is returned when the engine takes no new requests.
 var ErrNotReady = errors.New("engine: not ready")
@@ -60,8 +89,7 @@ func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 			break
 		}
 	}
-	ch := make(chan Event, StreamBuffer)
-	s := &Stream{C: ch, c: ch, e: e, id: e.nextStream}
+	s := &Stream{e: e, id: e.nextStream, ready: make(chan struct{}, 1)}
 	e.streams[s.id] = s
 	c := e.conn
 	e.mu.Unlock()
@@ -98,45 +126,13 @@ func (e *Engine) endStream(id uint32, err error) { e.deliver(id, Event{Last: tru
 func (e *Engine) deliver(id uint32, ev Event) {
 	e.mu.Lock()
 	s, ok := e.streams[id]
-	if !ok {
-		e.mu.Unlock()
-		return // cancelled and forgotten, or never ours: the protocol says ignore
-	}
-	if ev.Last {
+	if ok && ev.Last {
 		delete(e.streams, id)
 		s.closed = true
-	}
-	select {
-	case s.c <- ev:
-	default:
-		// The consumer is not keeping up: end it rather than block every
-		// other stream of this engine.
-		delete(e.streams, id)
-		s.closed = true
-		c := e.conn
-		e.mu.Unlock()
-		if c != nil {
-			_ = c.Send(id, &wire.Cancel{Reason: wire.CancelClientGone})
-		}
-		drainAndFail(s.c, ErrSlowConsumer)
-		return
-	}
-	if ev.Last {
-		close(s.c)
 	}
 	e.mu.Unlock()
-}
-
-// drainAndFail replaces a full stream's backlog by its error.
-func drainAndFail(c chan Event, err error) {
-	for {
-		select {
-		case <-c:
-		default:
-			c <- Event{Last: true, Err: err}
-			close(c)
-			return
-		}
+	if ok { // else cancelled and forgotten, or never ours: the protocol says ignore
+		s.push(ev)
 	}
 }
 
@@ -146,9 +142,11 @@ func (e *Engine) failStreams(err error) {
 	streams := e.streams
 	e.streams = make(map[uint32]*Stream)
 	e.conn = nil
-	e.mu.Unlock()
 	for _, s := range streams {
 		s.closed = true
-		drainAndFail(s.c, fmt.Errorf("%w: %v", ErrEngineDown, err))
+	}
+	e.mu.Unlock()
+	for _, s := range streams {
+		s.push(Event{Last: true, Err: fmt.Errorf("%w: %v", ErrEngineDown, err)})
 	}
 }
