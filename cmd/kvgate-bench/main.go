@@ -1,26 +1,156 @@
-// Command kvgate-bench is kvgate's perf harness: trace replay, policy comparison and cluster simulation.
-//
-// This binary currently prints its usage; its issue fills it in.
+// Command kvgate-bench is kvgate's perf harness: `run` drives any OpenAI- or
+// Anthropic-compatible endpoint with a workload; `compare` starts simulated
+// engines and a kvgate per routing policy and replays the same workload
+// against each.
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/perf/loadgen"
+	"github.com/kvgate/kvgate/perf/workload"
 )
 
-func main() {
-	fs := flag.NewFlagSet("kvgate-bench", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kvgate-bench [flags]\n\nPerf harness: run (drive an HTTP endpoint), compare (policies side by side), simulate (virtual-time cluster).\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if err == flag.ErrHelp {
-			os.Exit(0)
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+const usage = `Usage: kvgate-bench COMMAND [flags]
+
+Commands:
+  run      drive an endpoint: --target URL --workload SPEC [--api ...] [--rate R | --speed X | --concurrency C] --json FILE
+  compare  simulated engines and a kvgate per policy: --engines N --policies P1,P2 --workload SPEC --json FILE --report DIR
+  simulate (not built yet) a virtual-time cluster simulation
+
+Workload SPECs: mooncake:PATH, azure:PATH, shared-prefix:groups=8,prefix=4096,suffix=256,n=1000,rate=4,
+multi-turn:sessions=64,turns=8,system=2048,user=256,output=128,think=2,rate=4,
+agentic:agents=32,steps=8,system=2048,result=1024,output=64,think=1,rate=2 (all generators take seed=N).
+Run "kvgate-bench COMMAND --help" for a command's flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
 		}
-		os.Exit(2)
+		return 0
 	}
-	fmt.Fprintln(os.Stderr, "kvgate-bench: not built yet (see its open issue)")
-	os.Exit(1)
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "compare":
+		err = cmdCompare(ctx, args[1:], stdout, stderr)
+	case "simulate":
+		err = errors.New("simulate is not built yet (its issue is open)")
+	default:
+		err = fmt.Errorf("unknown command %q\n%s", args[0], usage)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "kvgate-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// loadFlags are the load generator's flags, shared by run and compare.
+type loadFlags struct {
+	workload, api, model, jsonOut, apiKey string
+	rate, speed                           float64
+	concurrency, maxRequests              int
+	duration                              time.Duration
+}
+
+func (l *loadFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.workload, "workload", "", "workload SPEC (see kvgate-bench --help)")
+	fs.StringVar(&l.api, "api", "openai-completions", "openai-completions (token-id prompts), openai-chat or anthropic (prompts as text)")
+	fs.StringVar(&l.model, "model", "Qwen/Qwen3-8B", "model name to request")
+	fs.StringVar(&l.jsonOut, "json", "", "write results as JSON to this file")
+	fs.StringVar(&l.apiKey, "api-key", "", "API key to send")
+	fs.Float64Var(&l.rate, "rate", 0, "Poisson arrivals at this rate per second instead of the workload's times")
+	fs.Float64Var(&l.speed, "speed", 1, "replay the workload's times this many times faster")
+	fs.IntVar(&l.concurrency, "concurrency", 0, "closed loop with this many clients instead of timed arrivals")
+	fs.IntVar(&l.maxRequests, "max-requests", 0, "send at most this many requests")
+	fs.DurationVar(&l.duration, "duration", 0, "stop sending after this long")
+}
+
+func (l *loadFlags) options(target string, progress io.Writer) (loadgen.Options, error) {
+	o := loadgen.Options{Target: strings.TrimSuffix(target, "/"), API: l.api, Model: l.model, APIKey: l.apiKey,
+		Speed: l.speed, Rate: l.rate, Concurrency: l.concurrency, Duration: l.duration, MaxRequests: l.maxRequests,
+		Progress: progress}
+	if l.api != "openai-completions" {
+		tok, err := tokenize.Builtin()
+		if err != nil {
+			return o, err
+		}
+		o.Detokenize = func(ids []uint32) string { return tok.DecodeString(ids, true) }
+	}
+	return o, nil
+}
+
+func (l *loadFlags) flagMap() map[string]any {
+	return map[string]any{"workload": l.workload, "api": l.api, "model": l.model, "rate": l.rate, "speed": l.speed,
+		"concurrency": l.concurrency, "max_requests": l.maxRequests, "duration": l.duration.String()}
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var l loadFlags
+	l.register(fs)
+	target := fs.String("target", "http://127.0.0.1:8080", "base URL of the endpoint")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	wl, err := workload.Parse(l.workload)
+	if err != nil {
+		return err
+	}
+	o, err := l.options(*target, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "running %d requests of %s against %s\n", len(wl.Requests), l.workload, *target)
+	res, err := loadgen.Run(ctx, o, wl)
+	if err != nil {
+		return err
+	}
+	res.Flags = l.flagMap()
+	res.Flags["target"] = *target
+	printResult(stdout, "run", res)
+	return writeJSON(l.jsonOut, res)
+}
+
+func printResult(w io.Writer, name string, r *loadgen.Result) {
+	fmt.Fprintf(w, "%-14s %5d ok %3d err  TTFT p50 %7.0f p99 %7.0f ms  ITL p50 %5.1f ms  e2e p99 %7.0f ms  %6.2f req/s  hit %.3f  imbalance %.2f\n",
+		name, r.Requests, r.Errors, r.TTFT.P50, r.TTFT.P99, r.ITL.P50, r.E2E.P99, r.RequestsPerS, r.PrefixHitRate, r.Imbalance)
+	for _, e := range r.FirstErrors {
+		fmt.Fprintf(w, "    error: %s\n", e)
+	}
+}
+
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

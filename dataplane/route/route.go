@@ -28,15 +28,19 @@ const (
 	PolicyLeastLoad    Policy = "least-load"
 	PolicySession      Policy = "session"
 	PolicyApproxPrefix Policy = "approx-prefix"
+	// PolicyDynamo is a baseline: NVIDIA Dynamo's published KV router cost,
+	// prefill blocks (queued plus the prompt's uncached ones) plus active
+	// decode blocks, minimised.
+	PolicyDynamo Policy = "dynamo"
 )
 
 // ParsePolicy validates a policy name.
 func ParsePolicy(s string) (Policy, error) {
 	switch p := Policy(s); p {
-	case PolicyKV, PolicyRoundRobin, PolicyLeastLoad, PolicySession, PolicyApproxPrefix:
+	case PolicyKV, PolicyRoundRobin, PolicyLeastLoad, PolicySession, PolicyApproxPrefix, PolicyDynamo:
 		return p, nil
 	}
-	return "", fmt.Errorf("route: unknown policy %q (kv, round-robin, least-load, session, approx-prefix)", s)
+	return "", fmt.Errorf("route: unknown policy %q (kv, round-robin, least-load, session, approx-prefix, dynamo)", s)
 }
 
 // Weights tune the kv policy's time-to-first-token estimate.
@@ -280,6 +284,10 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 				float64(m.Blocks[kvstore.TierDisk])*(1-r.w.DiskBlockCost)+
 				float64(m.Approx)*(1-r.w.ApproxBlockCost))
 			cost := (prefill+max(uncached, 1))/r.w.PrefillTokensPerMs + r.w.DecodeMsPerKToken*decode/1000
+			if r.policy == PolicyDynamo {
+				// prefill_blocks - overlap_credit + decode_blocks, in blocks.
+				cost = (prefill+float64(len(req.Tokens)))/float64(bs) - float64(m.Depth()) + decode/float64(bs)
+			}
 			all = append(all, scored{e, cost, m, bs})
 			best = min(best, cost)
 		}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kvgate/kvgate/perf/loadgen"
+	"github.com/kvgate/kvgate/perf/report"
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/perf/workload"
+)
+
+// cmdCompare replays one workload against a fresh cluster per policy: N
+// simulated engines in this process (real TCP on loopback, cold caches) and
+// a kvgate process routing to them.
+func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var l loadFlags
+	l.register(fs)
+	engines := fs.Int("engines", 8, "simulated engines")
+	policies := fs.String("policies", "kv,round-robin,least-load,session,approx-prefix,dynamo", "policies to compare")
+	profile := fs.String("sim-profile", "default", "engine timing profile: default, zero, or a JSON file")
+	gpuBlocks := fs.Int("gpu-blocks", 16384, "GPU KV blocks per engine (16 tokens each)")
+	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU tier blocks per engine")
+	kvgateBin := fs.String("kvgate", "", "kvgate binary (default: next to kvgate-bench, then $PATH)")
+	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	wl, err := workload.Parse(l.workload)
+	if err != nil {
+		return err
+	}
+	prof, err := sim.LoadProfile(*profile)
+	if err != nil {
+		return err
+	}
+	bin, err := findKvgate(*kvgateBin)
+	if err != nil {
+		return err
+	}
+	cmp := &report.Comparison{Workload: l.workload, Policies: map[string]*loadgen.Result{}, Flags: l.flagMap()}
+	for k, v := range map[string]any{"engines": *engines, "sim_profile": prof.Name, "gpu_blocks": *gpuBlocks,
+		"cpu_blocks": *cpuBlocks, "policies": *policies} {
+		cmp.Flags[k] = v
+	}
+	for _, policy := range strings.Split(*policies, ",") {
+		policy = strings.TrimSpace(policy)
+		fmt.Fprintf(stderr, "== %s: %d requests of %s on %d engines\n", policy, len(wl.Requests), l.workload, *engines)
+		res, err := comparePolicy(ctx, policy, bin, *engines, prof, *gpuBlocks, *cpuBlocks, &l, wl, stderr)
+		if err != nil {
+			return fmt.Errorf("policy %s: %w", policy, err)
+		}
+		printResult(stdout, policy, res)
+		cmp.Policies[policy] = res
+		cmp.Order = append(cmp.Order, policy)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := cmp.WriteJSON(orDiscard(l.jsonOut)); err != nil {
+		return err
+	}
+	if *reportDir != "" {
+		return cmp.WriteDir(*reportDir)
+	}
+	return nil
+}
+
+func orDiscard(path string) string {
+	if path == "" {
+		return os.DevNull
+	}
+	return path
+}
+
+func findKvgate(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), "kvgate"); fileExists(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("kvgate"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("no kvgate binary: build it (make build) or pass --kvgate")
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Profile, gpu, cpu int,
+	l *loadFlags, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
+	var addrs, ids []string
+	for i := range n {
+		cfg := sim.DefaultConfig()
+		cfg.ID = fmt.Sprintf("engine-%d", i)
+		cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks, cfg.Rank.CPUBlocks = l.model, prof, gpu, cpu
+		cfg.Speed = l.speed
+		s, err := sim.NewServer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		go func() { _ = s.Serve(ln) }()
+		addrs, ids = append(addrs, ln.Addr().String()), append(ids, cfg.ID)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--engine", strings.Join(addrs, ","), "--policy", policy,
+		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--max-inflight", "0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	base, err := waitListening(stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitReady(ctx, base); err != nil {
+		return nil, err
+	}
+	o, err := l.options(base, progress)
+	if err != nil {
+		return nil, err
+	}
+	res, err := loadgen.Run(ctx, o, wl)
+	if err != nil {
+		return nil, err
+	}
+	res.Flags = l.flagMap()
+	res.Flags["policy"] = policy
+	res.CountEngines(ids)
+	return res, nil
+}
+
+// waitListening reads kvgate's JSON log until its "kvgate listening" line,
+// then keeps draining the log in the background.
+func waitListening(r io.Reader) (string, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m["msg"] != "kvgate listening" {
+			continue
+		}
+		go func() { _, _ = io.Copy(io.Discard, r) }()
+		return "http://" + fmt.Sprint(m["addr"]), nil
+	}
+	return "", errors.New("kvgate exited before listening")
+}
+
+func waitReady(ctx context.Context, base string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if r, err := http.Get(base + "/ready"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("kvgate never became ready")
+}

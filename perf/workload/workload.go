@@ -1,0 +1,231 @@
+// Package workload turns a workload SPEC into a schedule of requests with
+// token-id prompts: Mooncake and Azure traces, and seeded generators of
+// shared-prefix, multi-turn and agentic traffic.
+package workload
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Request is one request of a workload.
+type Request struct {
+	// At is the arrival time from the start of the run (before --speed).
+	At time.Duration
+	// Prompt are the prompt's token ids.
+	Prompt []uint32
+	// Output is how many tokens to generate (max_tokens with ignore_eos).
+	Output int
+	// Session groups a conversation (for the session policy).
+	Session string
+}
+
+// Workload is a parsed SPEC.
+type Workload struct {
+	Spec     string
+	Requests []Request
+}
+
+// vocab bounds generated token ids (ordinary tokens of Qwen's vocabulary).
+const vocab = 151643
+
+// Parse reads a SPEC: mooncake:PATH, azure:PATH, or
+// shared-prefix|multi-turn|agentic[:key=value,...].
+func Parse(spec string) (*Workload, error) {
+	kind, args, _ := strings.Cut(spec, ":")
+	var reqs []Request
+	var err error
+	switch kind {
+	case "mooncake":
+		reqs, err = mooncake(args)
+	case "azure":
+		reqs, err = azure(args)
+	case "shared-prefix", "multi-turn", "agentic":
+		var p params
+		if p, err = parseParams(args); err == nil {
+			reqs = generate(kind, p)
+		}
+	default:
+		return nil, fmt.Errorf("workload: unknown kind %q (mooncake:PATH, azure:PATH, shared-prefix, multi-turn, agentic)", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", spec, err)
+	}
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].At < reqs[j].At })
+	return &Workload{Spec: spec, Requests: reqs}, nil
+}
+
+// blockTokens expands a Mooncake hash id into its 512 deterministic tokens.
+func blockTokens(dst []uint32, id int64) []uint32 {
+	x := uint64(id)*0x9E3779B97F4A7C15 + 0x6b7667617465
+	for range 512 {
+		x ^= x >> 30
+		x *= 0xBF58476D1CE4E5B9
+		x ^= x >> 27
+		x *= 0x94D049BB133111EB
+		x ^= x >> 31
+		dst = append(dst, uint32(x%vocab))
+	}
+	return dst
+}
+
+func mooncake(path string) ([]Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Request
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		var r struct {
+			Timestamp    float64 `json:"timestamp"`
+			InputLength  int     `json:"input_length"`
+			OutputLength int     `json:"output_length"`
+			HashIDs      []int64 `json:"hash_ids"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if r.InputLength <= 0 || len(r.HashIDs)*512 < r.InputLength {
+			return nil, fmt.Errorf("line %d: %d hash ids cannot cover %d tokens", n, len(r.HashIDs), r.InputLength)
+		}
+		prompt := make([]uint32, 0, len(r.HashIDs)*512)
+		for _, id := range r.HashIDs {
+			prompt = blockTokens(prompt, id)
+		}
+		out = append(out, Request{At: time.Duration(r.Timestamp * float64(time.Millisecond)), Prompt: prompt[:r.InputLength],
+			Output: max(r.OutputLength, 1)})
+	}
+	return out, sc.Err()
+}
+
+func azure(path string) ([]Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out []Request
+	var t0 time.Time
+	for i, row := range rows {
+		if i == 0 || len(row) < 3 {
+			continue // header
+		}
+		ts, err := time.Parse("2006-01-02 15:04:05.0000000", strings.TrimSpace(row[0]))
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		if t0.IsZero() {
+			t0 = ts
+		}
+		in, err1 := strconv.Atoi(row[1])
+		gen, err2 := strconv.Atoi(row[2])
+		if err1 != nil || err2 != nil || in <= 0 {
+			return nil, fmt.Errorf("row %d: bad lengths", i)
+		}
+		prompt := make([]uint32, in) // no shared prefixes: every prompt is random
+		for j := range prompt {
+			prompt[j] = uint32(rng.IntN(vocab))
+		}
+		out = append(out, Request{At: ts.Sub(t0), Prompt: prompt, Output: max(gen, 1)})
+	}
+	return out, nil
+}
+
+type params map[string]float64
+
+func parseParams(s string) (params, error) {
+	p := params{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("parameter %q: want key=number", kv)
+		}
+		p[k] = f
+	}
+	return p, nil
+}
+
+func (p params) get(k string, def float64) float64 {
+	if v, ok := p[k]; ok {
+		return v
+	}
+	return def
+}
+
+// generate builds the synthetic workloads:
+//   - shared-prefix: groups of requests sharing a system prompt
+//     (groups, prefix, suffix, n, rate, output, seed);
+//   - multi-turn: conversations whose history grows by a user turn and the
+//     answer each turn, with think time between turns
+//     (sessions, turns, system, user, output, think, rate, seed);
+//   - agentic: tool loops appending a tool result and calling again
+//     (agents, steps, system, result, output, think, rate, seed).
+func generate(kind string, p params) []Request {
+	rng := rand.New(rand.NewPCG(uint64(p.get("seed", 1)), 7))
+	randTokens := func(n int) []uint32 {
+		t := make([]uint32, n)
+		for i := range t {
+			t[i] = uint32(rng.IntN(vocab))
+		}
+		return t
+	}
+	rate := p.get("rate", 4) // new groups / conversations per second
+	var out []Request
+	switch kind {
+	case "shared-prefix":
+		groups := int(p.get("groups", 8))
+		prefixes := make([][]uint32, groups)
+		for i := range prefixes {
+			prefixes[i] = randTokens(int(p.get("prefix", 4096)))
+		}
+		var at time.Duration
+		for i := range int(p.get("n", 1000)) {
+			at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+			g := rng.IntN(groups)
+			prompt := append(append([]uint32(nil), prefixes[g]...), randTokens(int(p.get("suffix", 256)))...)
+			out = append(out, Request{At: at, Prompt: prompt, Output: int(p.get("output", 64)),
+				Session: fmt.Sprintf("g%d-%d", g, i)})
+		}
+	case "multi-turn", "agentic":
+		units, steps := "sessions", "turns"
+		turnLen, turn := "user", 256.0
+		if kind == "agentic" {
+			units, steps, turnLen, turn = "agents", "steps", "result", 1024
+		}
+		var start time.Duration
+		for s := range int(p.get(units, 64)) {
+			start += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+			history := randTokens(int(p.get("system", 2048)))
+			at := start
+			for range int(p.get(steps, 8)) {
+				history = append(history, randTokens(int(p.get(turnLen, turn)))...)
+				output := int(p.get("output", 128))
+				out = append(out, Request{At: at, Prompt: append([]uint32(nil), history...), Output: output,
+					Session: fmt.Sprintf("%s-%d", kind, s)})
+				history = append(history, randTokens(output)...) // the answer joins the history
+				at += time.Duration((p.get("think", 2) + rng.ExpFloat64()) * float64(time.Second))
+			}
+		}
+	}
+	return out
+}
