@@ -63,29 +63,29 @@ type EngineWork struct {
 
 // Result is a run's outcome.
 type Result struct {
-	Requests          int                   `json:"requests"`
-	Errors            int                   `json:"errors"`
-	TTFT              Summary               `json:"ttft_ms"`
-	ITL               Summary               `json:"itl_ms"`
-	E2E               Summary               `json:"e2e_ms"`
-	RequestsPerS      float64               `json:"requests_per_s"`
-	OutputTokensPerS  float64               `json:"output_tokens_per_s"`
-	PrefixHitRate     float64               `json:"prefix_hit_rate"`
-	Imbalance         float64               `json:"imbalance"`
-	Engines           map[string]EngineWork `json:"engines"`
-	Workload          string                `json:"workload"`
-	Flags             map[string]any        `json:"flags"`
-	WallSeconds       float64               `json:"wall_seconds"`
-	FirstErrors       []string              `json:"first_errors,omitempty"`
-	promptTokens      int
-	cachedTokens      int
-	outputTokens      int
+	Requests         int                   `json:"requests"`
+	Errors           int                   `json:"errors"`
+	TTFT             Summary               `json:"ttft_ms"`
+	ITL              Summary               `json:"itl_ms"`
+	E2E              Summary               `json:"e2e_ms"`
+	RequestsPerS     float64               `json:"requests_per_s"`
+	OutputTokensPerS float64               `json:"output_tokens_per_s"`
+	PrefixHitRate    float64               `json:"prefix_hit_rate"`
+	Imbalance        float64               `json:"imbalance"`
+	Engines          map[string]EngineWork `json:"engines"`
+	Workload         string                `json:"workload"`
+	Flags            map[string]any        `json:"flags"`
+	WallSeconds      float64               `json:"wall_seconds"`
+	FirstErrors      []string              `json:"first_errors,omitempty"`
+	promptTokens     int
+	cachedTokens     int
+	outputTokens     int
 }
 
 type recorder struct {
-	mu            sync.Mutex
+	mu             sync.Mutex
 	ttft, itl, e2e *hdrhistogram.Histogram
-	res           *Result
+	res            *Result
 }
 
 func newRecorder() *recorder {
