@@ -116,6 +116,7 @@ func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Prof
 		cfg.ID = fmt.Sprintf("engine-%d", i)
 		cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks, cfg.Rank.CPUBlocks = l.model, prof, gpu, cpu
 		cfg.Speed = l.speed
+		cfg.Rank.MaxModelLen = 1 << 20 // traces hold prompts beyond 128k tokens
 		s, err := sim.NewServer(cfg)
 		if err != nil {
 			return nil, err
@@ -129,7 +130,7 @@ func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Prof
 		addrs, ids = append(addrs, ln.Addr().String()), append(ids, cfg.ID)
 	}
 	cmd := exec.CommandContext(ctx, bin, "--engine", strings.Join(addrs, ","), "--policy", policy,
-		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--max-inflight", "0")
+		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--max-inflight", "0", "--max-model-len", "1000000")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -38,6 +38,9 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.maxModelLen > 0 {
+		tok.Config.ModelMaxLength = c.maxModelLen
+	}
 	checkLimits(log)
 	addrs := c.engines
 	if c.simEngines > 0 {
@@ -107,6 +110,9 @@ func (d *daemon) startSims(c *config) ([]string, error) {
 		cfg := sim.DefaultConfig()
 		cfg.ID = fmt.Sprintf("sim-%d", i)
 		cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = "Qwen/Qwen3-8B", profile, c.simGPUBlocks
+		if c.maxModelLen > 0 {
+			cfg.Rank.MaxModelLen = c.maxModelLen + 1<<16
+		}
 		cfg.Speed, cfg.Secret, cfg.Logger = c.simSpeed, c.secret, d.log
 		s, err := sim.NewServer(cfg)
 		if err != nil {

@@ -33,6 +33,7 @@ type config struct {
 	secret              []byte
 	http                httpx.Config
 	retries             int
+	maxModelLen         int
 	firstTokenTimeout   time.Duration
 	drainTimeout        time.Duration
 	logLevel            slog.Level
@@ -68,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.http.MaxPendingWrite, "max-pending-write", c.http.MaxPendingWrite, "bytes buffered for a client before it is cut off for not reading")
 	fs.IntVar(&c.http.SocketSendBuffer, "socket-send-buffer", 0, "SO_SNDBUF of client sockets in bytes (0: kernel autotuning)")
 	fs.IntVar(&c.retries, "retries", 2, "re-routes of a request whose engine fails before the first token")
+	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "longest prompt accepted, in tokens (0: the tokenizer's model_max_length)")
 	fs.DurationVar(&c.firstTokenTimeout, "first-token-timeout", 5*time.Minute, "wait for a first token before answering 504")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "SIGTERM: how long in-flight requests may finish")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
