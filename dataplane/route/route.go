@@ -54,6 +54,10 @@ type Weights struct {
 	ApproxBlockCost float64
 	// DecodeMsPerKToken adds decode pressure: ms per 1,000 active decode tokens.
 	DecodeMsPerKToken float64
+	// DecodeStepBaseMs and DecodeStepUtilMs model what a decode batch adds
+	// to every step, prefill chunks included: base + util x (active decode
+	// tokens / KV capacity). An engine busy decoding prefills slowly.
+	DecodeStepBaseMs, DecodeStepUtilMs float64
 	// TieFraction: engines within this fraction of the best cost are
 	// near-equal and one is picked at random.
 	TieFraction float64
@@ -63,11 +67,13 @@ type Weights struct {
 	MaxInflight int
 }
 
-// DefaultWeights fit the simulator's default profile: ~66 tokens/ms of
-// prefill, CPU blocks at a fifth of recomputing, decode pressure small.
+// DefaultWeights fit the simulator's default profile (Dynamo's mocker
+// polynomials): ~66 tokens/ms of prefill in 8k-token chunks, each step
+// slowed by 5.7-34 ms while a decode batch fills the cache; CPU blocks at a
+// fifth of recomputing.
 func DefaultWeights() Weights {
 	return Weights{PrefillTokensPerMs: 66, CPUBlockCost: 0.2, DiskBlockCost: 0.5, ApproxBlockCost: 0.3,
-		DecodeMsPerKToken: 0.05, TieFraction: 0.05, MaxInflight: 1024}
+		DecodeMsPerKToken: 0.05, DecodeStepBaseMs: 5.7, DecodeStepUtilMs: 28, TieFraction: 0.05, MaxInflight: 1024}
 }
 
 // Request is what the router needs of a request.
@@ -220,6 +226,23 @@ func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
 	return
 }
 
+// decodeDrag estimates what decoding adds while e prefills work tokens:
+// every chunk of max_batched_tokens is one step, and each step carries the
+// engine's decode batch.
+func (r *Router) decodeDrag(e *engine.Engine, work, decode float64) float64 {
+	if decode <= 0 {
+		return 0
+	}
+	info := e.Info()
+	chunk := float64(max(info.MaxBatchedTokens, 1))
+	capacity := float64(info.Capacity(0)) * float64(max(info.BlockSize, 1))
+	util := 1.0
+	if capacity > 0 {
+		util = min(decode/capacity, 1)
+	}
+	return math.Ceil(work/chunk) * (r.w.DecodeStepBaseMs + r.w.DecodeStepUtilMs*util)
+}
+
 func (r *Router) leastLoad(cands []*engine.Engine) *Decision {
 	best, bestLoad := cands[0], math.Inf(1)
 	for _, e := range cands {
@@ -283,7 +306,8 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 				float64(m.Blocks[kvstore.TierCPU])*(1-r.w.CPUBlockCost)+
 				float64(m.Blocks[kvstore.TierDisk])*(1-r.w.DiskBlockCost)+
 				float64(m.Approx)*(1-r.w.ApproxBlockCost))
-			cost := (prefill+max(uncached, 1))/r.w.PrefillTokensPerMs + r.w.DecodeMsPerKToken*decode/1000
+			work := prefill + max(uncached, 1)
+			cost := work/r.w.PrefillTokensPerMs + r.w.DecodeMsPerKToken*decode/1000 + r.decodeDrag(e, work, decode)
 			if r.policy == PolicyDynamo {
 				// prefill_blocks - overlap_credit + decode_blocks, in blocks.
 				cost = (prefill+float64(len(req.Tokens)))/float64(bs) - float64(m.Depth()) + decode/float64(bs)
