@@ -3,7 +3,10 @@
 GO        ?= go
 PKGS      ?= ./...
 TAGS      ?= invariants
-FUZZTIME  ?= 3s
+# make test fuzzes each target for a number of executions, not seconds: Go's
+# fuzzer can report "context deadline exceeded" when a time limit ends while
+# a worker is busy, which a loaded CI machine turns into a flaky failure.
+FUZZTIME  ?= 20000x
 LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BINARIES  := kvgate kvgate-sim kvgate-bench kvgate-bridge
@@ -49,7 +52,11 @@ fuzz-targets:
 	  for t in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$t ($(FT))"; \
 	    $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $(FT) $$pkg > /tmp/kvgate-fuzz.log 2>&1 || \
-	      { cat /tmp/kvgate-fuzz.log; exit 1; }; \
+	      { if grep -q "context deadline exceeded" /tmp/kvgate-fuzz.log && ! grep -q "Failing input" /tmp/kvgate-fuzz.log; then \
+	          echo "  (the fuzzer's own timeout, not a finding: once more)"; \
+	          $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $(FT) $$pkg > /tmp/kvgate-fuzz.log 2>&1 || \
+	            { cat /tmp/kvgate-fuzz.log; exit 1; }; \
+	        else cat /tmp/kvgate-fuzz.log; exit 1; fi; }; \
 	  done; done
 
 # Every benchmark once, so none rots (CI). -short shrinks the largest data
