@@ -107,6 +107,11 @@ func errString(err error) string {
 // stream runs one attempt on the decided engine. retry is true when nothing
 // reached the client and another engine may serve the request.
 func (g *Gateway) stream(w *httpx.ResponseWriter, req *genRequest, gen *wire.Generate, d *route.Decision, out output) (status int, retry bool, err error) {
+	base, lora, ok := d.Engine.Resolve(req.model)
+	if !ok {
+		return 0, true, engine.ErrNotReady
+	}
+	gen.Model, gen.LoRAID = []byte(base), lora
 	s, err := d.Engine.Generate(gen)
 	if err != nil {
 		return 0, true, err

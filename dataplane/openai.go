@@ -347,11 +347,24 @@ func flattenContent(v json.RawMessage) (json.RawMessage, error) {
 func (g *Gateway) models(w *httpx.ResponseWriter, _ *httpx.Request, _ string) int {
 	seen := map[string]bool{}
 	var data []map[string]any
+	add := func(id string, extra map[string]any) {
+		if !seen[id] {
+			seen[id] = true
+			m := map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "kvgate"}
+			for k, v := range extra {
+				m[k] = v
+			}
+			data = append(data, m)
+		}
+	}
 	for _, e := range g.Pool.Engines() {
-		for _, m := range e.Info().Models {
-			if !seen[m] {
-				seen[m] = true
-				data = append(data, map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "kvgate"})
+		info := e.Info()
+		for _, m := range info.Models {
+			add(m, nil)
+		}
+		for _, l := range info.LoRAs {
+			if len(info.Models) > 0 {
+				add(l.Name, map[string]any{"parent": info.Models[0]})
 			}
 		}
 	}

@@ -99,15 +99,29 @@ func (e *Engine) OpenStreams() int {
 }
 
 // Serves reports whether the engine serves model.
+// Serves reports whether the engine serves model: one of its models, or
+// one of its LoRA adapters by name (as vLLM exposes adapters).
 func (e *Engine) Serves(model string) bool {
+	_, _, ok := e.Resolve(model)
+	return ok
+}
+
+// Resolve maps a requested model name to the engine's base model and the
+// LoRA id to send (0 for a base model).
+func (e *Engine) Resolve(model string) (base string, lora uint32, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, m := range e.info.Models {
 		if m == model {
-			return true
+			return m, 0, true
 		}
 	}
-	return false
+	for _, l := range e.info.LoRAs {
+		if l.Name == model && len(e.info.Models) > 0 {
+			return e.info.Models[0], l.ID, true
+		}
+	}
+	return "", 0, false
 }
 
 // run keeps the engine connected until ctx ends.

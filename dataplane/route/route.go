@@ -282,21 +282,33 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 		match kvstore.Match
 		bs    int
 	}
-	groups := map[*kvstore.Hasher][]*engine.Engine{}
+	// Engines hash alike when they share a hash scheme and, for a LoRA
+	// request, give the adapter the same id.
+	type scheme struct {
+		h    *kvstore.Hasher
+		lora uint32
+	}
+	groups := map[scheme][]*engine.Engine{}
 	for _, e := range cands {
 		if h := e.Hasher(); h != nil {
-			groups[h] = append(groups[h], e)
+			_, lora, _ := e.Resolve(req.Model)
+			groups[scheme{h, lora}] = append(groups[scheme{h, lora}], e)
 		}
 	}
 	all := make([]scored, 0, len(cands))
-	hashes := make(map[*kvstore.Hasher][]uint64, len(groups))
+	hashes := make(map[*engine.Engine][]uint64, len(cands))
 	best := math.Inf(1)
-	for h, es := range groups {
-		hs, err := h.Hash(nil, req.Tokens, &req.Keys)
+	for sc, es := range groups {
+		h := sc.h
+		keys := req.Keys
+		keys.LoRAID = sc.lora
+		hs, err := h.Hash(nil, req.Tokens, &keys)
 		if err != nil {
 			return nil, fmt.Errorf("route: hashing prompt: %w", err)
 		}
-		hashes[h] = hs
+		for _, e := range es {
+			hashes[e] = hs
+		}
 		matches := r.matchAll(es, hs)
 		bs := h.BlockSize()
 		for i, e := range es {
@@ -328,7 +340,7 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 	pick := near[rand.IntN(len(near))]
 	d := &Decision{Engine: pick.e, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
 	if r.approx != nil {
-		r.recordApprox(pick.e, hashes[pick.e.Hasher()])
+		r.recordApprox(pick.e, hashes[pick.e])
 	}
 	return d, nil
 }
