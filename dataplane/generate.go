@@ -26,6 +26,9 @@ type genRequest struct {
 	stopIDs     []uint32
 	stopStrings []string
 	session     string
+	// guided is the structured-output constraint for engines with
+	// FeatureGuided (response_format, tool_choice), nil when unconstrained.
+	guided []byte
 }
 
 // usage is what the engine reported for a finished request.
@@ -61,7 +64,7 @@ func beginResponse(w *httpx.ResponseWriter, engineID string, stream bool) error 
 func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, out output) int {
 	gen := &wire.Generate{RequestID: []byte(req.reqID), Model: []byte(req.model), MaxTokens: req.maxTokens,
 		Temperature: req.temperature, TopP: req.topP, TopK: req.topK, DPRank: wire.AnyRank,
-		StopTokens: wire.TokensOf(req.stopIDs), Prompt: wire.TokensOf(req.tokens)}
+		StopTokens: wire.TokensOf(req.stopIDs), Prompt: wire.TokensOf(req.tokens), Guided: req.guided}
 	if req.seed != nil {
 		gen.Seed, gen.Flags = *req.seed, gen.Flags|wire.GenHasSeed
 	}
@@ -71,10 +74,17 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, out output) int 
 	var lastErr error
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		t0 := time.Now()
-		d, err := g.Router.Route(&route.Request{Model: req.model, Tokens: req.tokens, Session: req.session})
+		rr := &route.Request{Model: req.model, Tokens: req.tokens, Session: req.session}
+		if req.guided != nil {
+			rr.Needs = wire.FeatureGuided
+		}
+		d, err := g.Router.Route(rr)
 		g.Metrics.routeSeconds.Observe(time.Since(t0).Seconds())
 		if err != nil {
 			switch {
+			case errors.Is(err, route.ErrNoEngine) && req.guided != nil:
+				out.fail(badRequest("response_format", "structured output (response_format or a forced tool_choice) is not supported by any ready engine of model "+req.model))
+				return 400
 			case errors.Is(err, route.ErrNoEngine):
 				out.fail(&apiError{status: 503, message: "no engine is ready for model " + req.model, retryAfter: 1})
 				return 503

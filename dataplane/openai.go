@@ -230,6 +230,9 @@ func (g *Gateway) chatCompletions(w *httpx.ResponseWriter, r *httpx.Request, req
 	}
 	req, e := g.toGen(&body.samplingFields, reqID, 4096)
 	if e == nil {
+		req.guided, e = guidedOf(body.ResponseFormat, body.ToolChoice)
+	}
+	if e == nil {
 		req.tokens, e = g.chatTokens(body.Messages, body.Tools, body.ChatTemplateKwargs, body.AddGenerationPrompt)
 	}
 	if e == nil {
@@ -242,6 +245,48 @@ func (g *Gateway) chatCompletions(w *httpx.ResponseWriter, r *httpx.Request, req
 	out := &openaiOut{w: w, id: "chatcmpl-" + reqID, model: req.model, created: time.Now().Unix(), chat: true,
 		stream: body.Stream, includeUsage: body.StreamOptions != nil && body.StreamOptions.IncludeUsage}
 	return g.run(w, req, out)
+}
+
+// guidedOf builds the structured-output constraint the engine must honour:
+// a response_format other than text, or a tool_choice that forces a call
+// ("required" or a named function). "auto" and "none" constrain nothing:
+// tools reach the model through the chat template.
+func guidedOf(responseFormat, toolChoice json.RawMessage) ([]byte, *apiError) {
+	g := map[string]json.RawMessage{}
+	if len(responseFormat) > 0 && string(responseFormat) != "null" {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(responseFormat, &rf); err != nil {
+			return nil, badRequest("response_format", "response_format must be an object with a type")
+		}
+		switch rf.Type {
+		case "text":
+		case "json_object", "json_schema":
+			g["response_format"] = responseFormat
+		default:
+			return nil, badRequest("response_format", fmt.Sprintf("response_format type %q is not text, json_object or json_schema", rf.Type))
+		}
+	}
+	if len(toolChoice) > 0 && string(toolChoice) != "null" {
+		var s string
+		if json.Unmarshal(toolChoice, &s) == nil {
+			switch s {
+			case "auto", "none":
+			case "required":
+				g["tool_choice"] = toolChoice
+			default:
+				return nil, badRequest("tool_choice", fmt.Sprintf("tool_choice %q is not auto, none or required", s))
+			}
+		} else {
+			g["tool_choice"] = toolChoice // a named function
+		}
+	}
+	if len(g) == 0 {
+		return nil, nil
+	}
+	b, _ := json.Marshal(g)
+	return b, nil
 }
 
 // chatTokens renders and tokenizes a conversation.

@@ -65,7 +65,7 @@ func MMItemsOf(items []MMItem) MMItems {
 //	| seed u64 | flags u32 | dp_rank u16 | reserved u16 |
 //	| stop_token_ids: u32 n, u32 x n | cache_salt str16 |
 //	| mm_items: u16 n, (offset u32, length u32, hash u64) x n |
-//	| kv_transfer: u32 n, bytes | prompt: u32 n, u32 x n |
+//	| kv_transfer: u32 n, bytes | guided: u32 n, bytes | prompt: u32 n, u32 x n |
 type Generate struct {
 	RequestID   []byte
 	Model       []byte
@@ -84,7 +84,11 @@ type Generate struct {
 	// KVTransfer is opaque to kvgate: the parameters a prefill/decode pair
 	// exchange to hand over KV (for example vLLM's kv_transfer_params JSON).
 	KVTransfer []byte
-	Prompt     Tokens
+	// Guided constrains the output (structured outputs): a JSON object with
+	// the API's "response_format" and/or "tool_choice", as the client sent
+	// them. Empty: unconstrained. Only for engines with FeatureGuided.
+	Guided []byte
+	Prompt Tokens
 }
 
 // Type implements Message.
@@ -112,6 +116,7 @@ func (m *Generate) AppendPayload(dst []byte) ([]byte, error) {
 		e.b = append(e.b, m.MMItems.b...)
 	}
 	e.bytes32(m.KVTransfer, "kv_transfer")
+	e.bytes32(m.Guided, "guided")
 	e.tokens(m.Prompt)
 	return e.b, e.err
 }
@@ -137,6 +142,7 @@ func (m *Generate) Decode(p []byte, lim *Limits) error {
 	n := c.count(2, mmItemSize, lim.MaxListItems, "mm_items")
 	m.MMItems = MMItems{b: c.take(n*mmItemSize, "mm_items")}
 	m.KVTransfer = c.bytes32("kv_transfer")
+	m.Guided = c.bytes32("guided")
 	m.Prompt = c.tokens(lim.MaxTokens, "prompt")
 	if err := c.done("GENERATE"); err != nil {
 		return err

@@ -67,6 +67,7 @@ func goldenCases() []goldenCase {
 			StopTokens: TokensOf([]uint32{151645, 151643}), CacheSalt: []byte("tenant-a"),
 			MMItems:    MMItemsOf([]MMItem{{Offset: 2, Length: 4, Hash: 0xfeedface}}),
 			KVTransfer: []byte(`{"do_remote_decode":true}`),
+			Guided:     []byte(`{"response_format":{"type":"json_object"}}`),
 			Prompt:     TokensOf([]uint32{151644, 872, 198, 9707, 0, 1, 2, 151645})}},
 		{name: "tokens_first", about: "TOKENS, first frame: 512 prompt tokens were cached", stream: 1, msg: &TokensMsg{
 			Flags: TokFirst, CachedTokens: 512, Tokens: TokensOf([]uint32{9707})}},

@@ -46,16 +46,17 @@ type Feature uint32
 
 // Features.
 const (
-	FeatureS2           Feature = 1 << 0 // accepts s2-compressed payloads
-	FeatureZstd         Feature = 1 << 1 // accepts zstd-compressed payloads
-	FeatureSnapshot     Feature = 1 << 2 // answers SNAPSHOT_REQUEST
-	FeatureLoadRequest  Feature = 1 << 3 // answers LOAD_REQUEST
-	FeatureText         Feature = 1 << 4 // can send detokenized text in TOKENS
-	FeatureKVTransfer   Feature = 1 << 5 // understands kv_transfer params (disaggregation)
-	FeaturePrefillOnly  Feature = 1 << 6 // a prefill worker of a disaggregated pair
-	FeatureDecodeOnly   Feature = 1 << 7 // a decode worker of a disaggregated pair
-	FeatureMultimodal   Feature = 1 << 8 // accepts multimodal items in GENERATE
-	FeatureHybridGroups Feature = 1 << 9 // reports attention groups (hybrid models)
+	FeatureS2           Feature = 1 << 0  // accepts s2-compressed payloads
+	FeatureZstd         Feature = 1 << 1  // accepts zstd-compressed payloads
+	FeatureSnapshot     Feature = 1 << 2  // answers SNAPSHOT_REQUEST
+	FeatureLoadRequest  Feature = 1 << 3  // answers LOAD_REQUEST
+	FeatureText         Feature = 1 << 4  // can send detokenized text in TOKENS
+	FeatureKVTransfer   Feature = 1 << 5  // understands kv_transfer params (disaggregation)
+	FeaturePrefillOnly  Feature = 1 << 6  // a prefill worker of a disaggregated pair
+	FeatureDecodeOnly   Feature = 1 << 7  // a decode worker of a disaggregated pair
+	FeatureMultimodal   Feature = 1 << 8  // accepts multimodal items in GENERATE
+	FeatureHybridGroups Feature = 1 << 9  // reports attention groups (hybrid models)
+	FeatureGuided       Feature = 1 << 10 // honours GENERATE.guided (structured outputs)
 )
 
 // Authentication flags of HELLO/WELCOME.

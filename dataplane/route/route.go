@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
 )
 
 // Policy names a routing policy.
@@ -82,6 +83,8 @@ type Request struct {
 	Tokens  []uint32
 	Keys    kvstore.Keys
 	Session string // session key for the session policy
+	// Needs are engine features the request requires (structured output).
+	Needs wire.Feature
 }
 
 // Routing errors.
@@ -139,7 +142,7 @@ type Decision struct {
 
 // Route picks an engine and reserves the request's load on it.
 func (r *Router) Route(req *Request) (*Decision, error) {
-	cands := r.candidates(req.Model)
+	cands := r.candidates(req.Model, req.Needs)
 	if len(cands) == 0 {
 		return nil, ErrNoEngine
 	}
@@ -170,10 +173,10 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	return d, nil
 }
 
-func (r *Router) candidates(model string) []*engine.Engine {
+func (r *Router) candidates(model string, needs wire.Feature) []*engine.Engine {
 	var out []*engine.Engine
 	for _, e := range r.pool.Engines() {
-		if e.Ready() && e.Serves(model) {
+		if e.Ready() && e.Serves(model) && e.Info().Features&needs == needs {
 			out = append(out, e)
 		}
 	}
