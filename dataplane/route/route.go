@@ -229,21 +229,43 @@ func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
 	return
 }
 
-// decodeDrag estimates what decoding adds while e prefills work tokens:
-// every chunk of max_batched_tokens is one step, and each step carries the
-// engine's decode batch.
-func (r *Router) decodeDrag(e *engine.Engine, work, decode float64) float64 {
-	if decode <= 0 {
-		return 0
+// Candidate is what the cost of one engine for one prompt depends on. The
+// live router fills it from the index and its load view; the cluster
+// simulation (perf/cluster) from its own, so both score alike.
+type Candidate struct {
+	Match          kvstore.Match
+	BlockSize      int
+	QueuedPrefill  float64 // prompt tokens waiting for prefill on the engine
+	ActiveDecode   float64 // KV tokens of the requests it is decoding
+	MaxBatched     int     // tokens per step
+	CapacityTokens float64 // GPU KV capacity in tokens
+}
+
+// Cost is the policy's score of a candidate for a prompt of n tokens (lower
+// is better). kv: estimated time to first token in ms, from queued and
+// uncached prefill (lower tiers and approximate hits at a discount) over
+// the prefill rate, plus the decode batch every prefill chunk carries.
+// dynamo: prefill blocks - overlap + decode blocks.
+func (w *Weights) Cost(p Policy, c *Candidate, n int) float64 {
+	m, bs := c.Match, float64(max(c.BlockSize, 1))
+	if p == PolicyDynamo {
+		return (c.QueuedPrefill+float64(n))/bs - float64(m.Depth()) + c.ActiveDecode/bs
 	}
-	info := e.Info()
-	chunk := float64(max(info.MaxBatchedTokens, 1))
-	capacity := float64(info.Capacity(0)) * float64(max(info.BlockSize, 1))
-	util := 1.0
-	if capacity > 0 {
-		util = min(decode/capacity, 1)
+	uncached := float64(n) - bs*(float64(m.Blocks[kvstore.TierGPU])+
+		float64(m.Blocks[kvstore.TierCPU])*(1-w.CPUBlockCost)+
+		float64(m.Blocks[kvstore.TierDisk])*(1-w.DiskBlockCost)+
+		float64(m.Approx)*(1-w.ApproxBlockCost))
+	work := c.QueuedPrefill + max(uncached, 1)
+	cost := work/w.PrefillTokensPerMs + w.DecodeMsPerKToken*c.ActiveDecode/1000
+	if c.ActiveDecode > 0 {
+		// Every chunk of MaxBatched tokens is one step carrying the decode batch.
+		util := 1.0
+		if c.CapacityTokens > 0 {
+			util = min(c.ActiveDecode/c.CapacityTokens, 1)
+		}
+		cost += math.Ceil(work/float64(max(c.MaxBatched, 1))) * (w.DecodeStepBaseMs + w.DecodeStepUtilMs*util)
 	}
-	return math.Ceil(work/chunk) * (r.w.DecodeStepBaseMs + r.w.DecodeStepUtilMs*util)
+	return cost
 }
 
 func (r *Router) leastLoad(cands []*engine.Engine) *Decision {
@@ -315,19 +337,12 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 		matches := r.matchAll(es, hs)
 		bs := h.BlockSize()
 		for i, e := range es {
-			m := matches[i]
 			prefill, decode, _ := r.queued(e)
-			uncached := float64(len(req.Tokens)) - float64(bs)*(float64(m.Blocks[kvstore.TierGPU])+
-				float64(m.Blocks[kvstore.TierCPU])*(1-r.w.CPUBlockCost)+
-				float64(m.Blocks[kvstore.TierDisk])*(1-r.w.DiskBlockCost)+
-				float64(m.Approx)*(1-r.w.ApproxBlockCost))
-			work := prefill + max(uncached, 1)
-			cost := work/r.w.PrefillTokensPerMs + r.w.DecodeMsPerKToken*decode/1000 + r.decodeDrag(e, work, decode)
-			if r.policy == PolicyDynamo {
-				// prefill_blocks - overlap_credit + decode_blocks, in blocks.
-				cost = (prefill+float64(len(req.Tokens)))/float64(bs) - float64(m.Depth()) + decode/float64(bs)
-			}
-			all = append(all, scored{e, cost, m, bs})
+			info := e.Info()
+			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
+				MaxBatched: int(info.MaxBatchedTokens), CapacityTokens: float64(info.Capacity(0)) * float64(bs)}
+			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
+			all = append(all, scored{e, cost, matches[i], bs})
 			best = min(best, cost)
 		}
 	}
