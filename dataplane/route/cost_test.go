@@ -23,8 +23,8 @@ func TestCost(t *testing.T) {
 	queued := cost(func(c *Candidate) { c.QueuedPrefill = 20000 }, PolicyKV)
 	decoding := cost(func(c *Candidate) { c.ActiveDecode = 500000 }, PolicyKV)
 	switch {
-	case !(hot < approx && approx < cpu && cpu < cold):
-		t.Fatalf("GPU hits must beat approximate ones, which beat CPU ones, which beat none: %v %v %v %v", hot, approx, cpu, cold)
+	case !(hot < cpu && cpu < cold && hot < approx && approx < cold):
+		t.Fatalf("GPU hits must beat CPU and approximate ones, which beat none: %v %v %v %v", hot, cpu, approx, cold)
 	case !(queued > cold):
 		t.Fatalf("queued prefill must cost: %v vs %v", queued, cold)
 	case !(decoding > cold+5):
