@@ -29,7 +29,7 @@ const usage = `Usage: kvgate-bench COMMAND [flags]
 Commands:
   run      drive an endpoint: --target URL --workload SPEC [--api ...] [--rate R | --speed X | --concurrency C] --json FILE
   compare  simulated engines and a kvgate per policy: --engines N --policies P1,P2 --workload SPEC --json FILE --report DIR
-  simulate (not built yet) a virtual-time cluster simulation
+  simulate a virtual-time cluster: --engines N --routers M --sync-delay D --policies ... --workload SPEC --json FILE --report DIR
 
 Workload SPECs: mooncake:PATH, azure:PATH, shared-prefix:groups=8,prefix=4096,suffix=256,n=1000,rate=4,
 multi-turn:sessions=64,turns=8,system=2048,user=256,output=128,think=2,rate=4,
@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "compare":
 		err = cmdCompare(ctx, args[1:], stdout, stderr)
 	case "simulate":
-		err = errors.New("simulate is not built yet (its issue is open)")
+		err = cmdSimulate(ctx, args[1:], stdout, stderr)
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}

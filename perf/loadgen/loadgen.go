@@ -82,15 +82,18 @@ type Result struct {
 	outputTokens     int
 }
 
-type recorder struct {
+// Recorder accumulates per-request measurements into a Result. It is safe
+// for concurrent use; the cluster simulation uses it too.
+type Recorder struct {
 	mu             sync.Mutex
 	ttft, itl, e2e *hdrhistogram.Histogram
 	res            *Result
 }
 
-func newRecorder() *recorder {
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder {
 	h := func() *hdrhistogram.Histogram { return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3) }
-	return &recorder{ttft: h(), itl: h(), e2e: h(), res: &Result{Engines: map[string]EngineWork{}}}
+	return &Recorder{ttft: h(), itl: h(), e2e: h(), res: &Result{Engines: map[string]EngineWork{}}}
 }
 
 // Run executes wl against the target.
@@ -118,7 +121,7 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 		}
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
-	rec := newRecorder()
+	rec := NewRecorder()
 	start := time.Now()
 	stop := progress(ctx, o.Progress, rec, len(reqs), start)
 	defer stop()
@@ -161,10 +164,10 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 		}
 	}
 	wg.Wait()
-	return rec.finish(time.Since(start), wl.Spec), nil
+	return rec.Finish(time.Since(start), wl.Spec), nil
 }
 
-func progress(ctx context.Context, w io.Writer, rec *recorder, total int, start time.Time) func() {
+func progress(ctx context.Context, w io.Writer, rec *Recorder, total int, start time.Time) func() {
 	if w == nil {
 		return func() {}
 	}
@@ -190,11 +193,11 @@ func progress(ctx context.Context, w io.Writer, rec *recorder, total int, start 
 
 // sendOne sends one streamed request and records what it saw; latencies
 // count from due, the time it was scheduled.
-func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request, due time.Time, rec *recorder) {
+func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request, due time.Time, rec *Recorder) {
 	body, path := requestBody(o, r)
 	req, err := http.NewRequestWithContext(ctx, "POST", o.Target+path, bytes.NewReader(body))
 	if err != nil {
-		rec.fail(err.Error())
+		rec.Fail(err.Error())
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -207,13 +210,13 @@ func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request,
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		rec.fail(err.Error())
+		rec.Fail(err.Error())
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		rec.fail(fmt.Sprintf("status %d: %s", resp.StatusCode, b))
+		rec.Fail(fmt.Sprintf("status %d: %s", resp.StatusCode, b))
 		return
 	}
 	engine := resp.Header.Get("x-kvgate-engine")
@@ -232,7 +235,7 @@ func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request,
 			continue
 		}
 		if ev.Error != nil {
-			rec.fail("in-stream error: " + string(*ev.Error))
+			rec.Fail("in-stream error: " + string(*ev.Error))
 			return
 		}
 		if ev.hasText() {
@@ -249,13 +252,13 @@ func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request,
 		}
 	}
 	if err := sc.Err(); err != nil || first.IsZero() {
-		rec.fail(fmt.Sprintf("stream ended without tokens: %v", err))
+		rec.Fail(fmt.Sprintf("stream ended without tokens: %v", err))
 		return
 	}
 	if prompt == 0 {
 		prompt = len(r.Prompt)
 	}
-	rec.ok(engine, first.Sub(due), last.Sub(due), gaps, prompt, cached, output)
+	rec.OK(engine, first.Sub(due), last.Sub(due), gaps, prompt, cached, output)
 }
 
 func requestBody(o Options, r workload.Request) ([]byte, string) {
@@ -332,7 +335,8 @@ func (e *streamEvent) usage() *seenUsage {
 	return nil
 }
 
-func (r *recorder) fail(msg string) {
+// Fail counts a failed request.
+func (r *Recorder) Fail(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.res.Errors++
@@ -341,7 +345,9 @@ func (r *recorder) fail(msg string) {
 	}
 }
 
-func (r *recorder) ok(engine string, ttft, e2e time.Duration, gaps []time.Duration, prompt, cached, output int) {
+// OK records a completed request: its engine, time to first token, end to
+// end time, the gaps between its tokens, and its token counts.
+func (r *Recorder) OK(engine string, ttft, e2e time.Duration, gaps []time.Duration, prompt, cached, output int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.res
@@ -370,7 +376,8 @@ func summarize(h *hdrhistogram.Histogram) Summary {
 	return s
 }
 
-func (r *recorder) finish(wall time.Duration, spec string) *Result {
+// Finish computes the result of a run that took wall on workload spec.
+func (r *Recorder) Finish(wall time.Duration, spec string) *Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.res

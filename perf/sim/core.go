@@ -378,6 +378,23 @@ func (c *Core) cachedPrefix(r *Request) int {
 	return n * c.cfg.BlockSize
 }
 
+// CachedBlocks returns how many leading blocks of a prompt this rank holds
+// on the GPU right now (what an oracle router would know).
+func (c *Core) CachedBlocks(prompt []uint32, keys *kvstore.Keys) int {
+	hs, err := c.hasher.Hash(nil, prompt, keys)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, h := range hs[:min(len(hs), (len(prompt)-1)/c.cfg.BlockSize)] {
+		if _, ok := c.blocks.lookupGPU(h); !ok {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // Snapshot returns the whole cached block set as STORED events.
 func (c *Core) Snapshot() []kvstore.Event { return c.blocks.snapshot() }
 

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/perf/cluster"
+	"github.com/kvgate/kvgate/perf/loadgen"
+	"github.com/kvgate/kvgate/perf/report"
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/perf/workload"
+)
+
+// cmdSimulate runs the cluster simulation in virtual time for each policy.
+func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("workload", "", "workload SPEC")
+	engines := fs.Int("engines", 64, "simulated engines")
+	routers := fs.Int("routers", 4, "router replicas (requests spread round-robin)")
+	syncDelay := fs.Duration("sync-delay", 5*time.Millisecond, "how late routers learn peers' reservations, KV events and LOAD")
+	policies := fs.String("policies", "kv,round-robin,least-load,session,approx-prefix,dynamo,oracle", "policies (oracle: true state, instantly)")
+	profile := fs.String("sim-profile", "default", "engine timing profile")
+	gpuBlocks := fs.Int("gpu-blocks", 16384, "GPU KV blocks per engine")
+	jsonOut := fs.String("json", "", "write results as JSON")
+	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	wl, err := workload.Parse(*spec)
+	if err != nil {
+		return err
+	}
+	prof, err := sim.LoadProfile(*profile)
+	if err != nil {
+		return err
+	}
+	rank := sim.DefaultConfig().Rank
+	rank.Profile, rank.GPUBlocks, rank.MaxModelLen = prof, *gpuBlocks, 1<<20
+	cmp := &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
+		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
+		"gpu_blocks": *gpuBlocks, "mode": "simulate (virtual time; latencies are simulated ms)"}}
+	for _, p := range strings.Split(*policies, ",") {
+		p = strings.TrimSpace(p)
+		policy := route.Policy(p)
+		if policy != cluster.PolicyOracle {
+			if policy, err = route.ParsePolicy(p); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stderr, "== %s: %d requests, %d engines, %d routers\n", p, len(wl.Requests), *engines, *routers)
+		res, err := cluster.Run(cluster.Config{Engines: *engines, Routers: *routers, Policy: policy, Weights: route.DefaultWeights(),
+			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: 1}, wl, stderr)
+		if err != nil {
+			return err
+		}
+		printResult(stdout, p, res)
+		cmp.Policies[p] = res
+		cmp.Order = append(cmp.Order, p)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := cmp.WriteJSON(orDiscard(*jsonOut)); err != nil {
+		return err
+	}
+	if *reportDir != "" {
+		return cmp.WriteDir(*reportDir)
+	}
+	return nil
+}
