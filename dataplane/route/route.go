@@ -269,14 +269,17 @@ func (w *Weights) Cost(p Policy, c *Candidate, n int) float64 {
 }
 
 func (r *Router) leastLoad(cands []*engine.Engine) *Decision {
-	best, bestLoad := cands[0], math.Inf(1)
+	bestLoad := math.Inf(1)
+	var best []*engine.Engine
 	for _, e := range cands {
-		_, _, n := r.queued(e)
-		if n < bestLoad || (n == bestLoad && rand.IntN(2) == 0) {
-			best, bestLoad = e, n
+		switch _, _, n := r.queued(e); {
+		case n < bestLoad:
+			best, bestLoad = append(best[:0], e), n
+		case n == bestLoad:
+			best = append(best, e) // ties are broken at random below
 		}
 	}
-	return &Decision{Engine: best}
+	return &Decision{Engine: best[rand.IntN(len(best))]}
 }
 
 // session picks by rendezvous hashing of the session key, so a session

@@ -152,7 +152,8 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 		s.slots = append(s.slots, slot[0])
 	}
 	for range cfg.Routers {
-		r := &routerState{own: make([][2]float64, cfg.Engines), peer: make([][2]float64, cfg.Engines), loads: make([]wire.Load, cfg.Engines)}
+		r := &routerState{own: make([][2]float64, cfg.Engines), peer: make([][2]float64, cfg.Engines), loads: make([]wire.Load, cfg.Engines),
+			rr: s.rng.IntN(cfg.Engines)} // replicas start their rotation at different engines
 		if cfg.Policy == route.PolicyApproxPrefix {
 			r.approx = kvstore.New(kvstore.Options{ApproxTTL: time.Hour})
 			for i := range cfg.Engines {
@@ -290,14 +291,18 @@ func (s *Sim) pick(router, i int) (int, int) {
 		}
 		return best, 0
 	case route.PolicyLeastLoad:
-		best, bestLoad := 0, math.Inf(1)
+		bestLoad := math.Inf(1)
+		var best []int
 		for e := range n {
 			l := s.loadOf(r, e)
-			if v := l.QueuedPrefill + l.ActiveDecode/16; v < bestLoad {
-				best, bestLoad = e, v
+			switch v := l.QueuedPrefill + l.ActiveDecode/16; {
+			case v < bestLoad:
+				best, bestLoad = append(best[:0], e), v
+			case v == bestLoad:
+				best = append(best, e)
 			}
 		}
-		return best, 0
+		return best[s.rng.IntN(len(best))], 0
 	}
 	matches := make([]kvstore.Match, n)
 	switch {
