@@ -165,9 +165,23 @@ func (g *Gateway) completions(w *httpx.ResponseWriter, r *httpx.Request, reqID s
 		writeError(w, flavorOpenAI, e)
 		return e.status
 	}
-	req, e := g.toGen(&body.samplingFields, reqID, 16)
-	if e == nil {
+	return g.serveOpenAI(w, &body.samplingFields, reqID, false, func(req *genRequest) (e *apiError) {
 		req.tokens, e = g.promptTokens(body.Prompt)
+		return e
+	})
+}
+
+// serveOpenAI validates the sampling fields, lets prepare fill in the
+// prompt (and constraints), checks its length and runs the request.
+func (g *Gateway) serveOpenAI(w *httpx.ResponseWriter, f *samplingFields, reqID string, chat bool,
+	prepare func(*genRequest) *apiError) int {
+	defaultMax, prefix := int64(16), "cmpl-"
+	if chat {
+		defaultMax, prefix = 4096, "chatcmpl-"
+	}
+	req, e := g.toGen(f, reqID, defaultMax)
+	if e == nil {
+		e = prepare(req)
 	}
 	if e == nil {
 		e = g.promptLimit(len(req.tokens))
@@ -176,8 +190,8 @@ func (g *Gateway) completions(w *httpx.ResponseWriter, r *httpx.Request, reqID s
 		writeError(w, flavorOpenAI, e)
 		return e.status
 	}
-	out := &openaiOut{w: w, id: "cmpl-" + reqID, model: req.model, created: time.Now().Unix(), chat: false,
-		stream: body.Stream, includeUsage: body.StreamOptions != nil && body.StreamOptions.IncludeUsage}
+	out := &openaiOut{w: w, id: prefix + reqID, model: req.model, created: time.Now().Unix(), chat: chat,
+		stream: f.Stream, includeUsage: f.StreamOptions != nil && f.StreamOptions.IncludeUsage}
 	return g.run(w, req, out)
 }
 
@@ -228,23 +242,13 @@ func (g *Gateway) chatCompletions(w *httpx.ResponseWriter, r *httpx.Request, req
 		writeError(w, flavorOpenAI, e)
 		return e.status
 	}
-	req, e := g.toGen(&body.samplingFields, reqID, 4096)
-	if e == nil {
-		req.guided, e = guidedOf(body.ResponseFormat, body.ToolChoice)
-	}
-	if e == nil {
+	return g.serveOpenAI(w, &body.samplingFields, reqID, true, func(req *genRequest) (e *apiError) {
+		if req.guided, e = guidedOf(body.ResponseFormat, body.ToolChoice); e != nil {
+			return e
+		}
 		req.tokens, e = g.chatTokens(body.Messages, body.Tools, body.ChatTemplateKwargs, body.AddGenerationPrompt)
-	}
-	if e == nil {
-		e = g.promptLimit(len(req.tokens))
-	}
-	if e != nil {
-		writeError(w, flavorOpenAI, e)
-		return e.status
-	}
-	out := &openaiOut{w: w, id: "chatcmpl-" + reqID, model: req.model, created: time.Now().Unix(), chat: true,
-		stream: body.Stream, includeUsage: body.StreamOptions != nil && body.StreamOptions.IncludeUsage}
-	return g.run(w, req, out)
+		return e
+	})
 }
 
 // guidedOf builds the structured-output constraint the engine must honour:

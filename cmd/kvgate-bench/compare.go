@@ -58,10 +58,19 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"cpu_blocks": *cpuBlocks, "policies": *policies} {
 		cmp.Flags[k] = v
 	}
-	for _, policy := range strings.Split(*policies, ",") {
-		policy = strings.TrimSpace(policy)
+	return eachPolicy(ctx, cmp, *policies, l.jsonOut, *reportDir, stdout, func(policy string) (*loadgen.Result, error) {
 		fmt.Fprintf(stderr, "== %s: %d requests of %s on %d engines\n", policy, len(wl.Requests), l.workload, *engines)
-		res, err := comparePolicy(ctx, policy, bin, *engines, prof, *gpuBlocks, *cpuBlocks, &l, wl, stderr)
+		return comparePolicy(ctx, policy, bin, *engines, prof, *gpuBlocks, *cpuBlocks, &l, wl, stderr)
+	})
+}
+
+// eachPolicy runs one measurement per policy into cmp, prints each result,
+// and writes the JSON and the report.
+func eachPolicy(ctx context.Context, cmp *report.Comparison, policies, jsonOut, reportDir string, stdout io.Writer,
+	measure func(policy string) (*loadgen.Result, error)) error {
+	for _, policy := range strings.Split(policies, ",") {
+		policy = strings.TrimSpace(policy)
+		res, err := measure(policy)
 		if err != nil {
 			return fmt.Errorf("policy %s: %w", policy, err)
 		}
@@ -72,11 +81,11 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			break
 		}
 	}
-	if err := cmp.WriteJSON(orDiscard(l.jsonOut)); err != nil {
+	if err := cmp.WriteJSON(orDiscard(jsonOut)); err != nil {
 		return err
 	}
-	if *reportDir != "" {
-		return cmp.WriteDir(*reportDir)
+	if reportDir != "" {
+		return cmp.WriteDir(reportDir)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/route"
@@ -45,32 +44,16 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cmp := &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
 		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
 		"gpu_blocks": *gpuBlocks, "mode": "simulate (virtual time; latencies are simulated ms)"}}
-	for _, p := range strings.Split(*policies, ",") {
-		p = strings.TrimSpace(p)
+	weights := route.DefaultWeights()
+	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
 		if policy != cluster.PolicyOracle {
 			if policy, err = route.ParsePolicy(p); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		fmt.Fprintf(stderr, "== %s: %d requests, %d engines, %d routers\n", p, len(wl.Requests), *engines, *routers)
-		res, err := cluster.Run(cluster.Config{Engines: *engines, Routers: *routers, Policy: policy, Weights: route.DefaultWeights(),
+		return cluster.Run(cluster.Config{Engines: *engines, Routers: *routers, Policy: policy, Weights: weights,
 			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: 1}, wl, stderr)
-		if err != nil {
-			return err
-		}
-		printResult(stdout, p, res)
-		cmp.Policies[p] = res
-		cmp.Order = append(cmp.Order, p)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if err := cmp.WriteJSON(orDiscard(*jsonOut)); err != nil {
-		return err
-	}
-	if *reportDir != "" {
-		return cmp.WriteDir(*reportDir)
-	}
-	return nil
+	})
 }
