@@ -100,9 +100,14 @@ func TestOpenAIAndAnthropic(t *testing.T) {
 			kinds = append(kinds, strings.TrimPrefix(line, "event: "))
 		}
 	}
-	want := "message_start content_block_start ping content_block_delta"
-	if !strings.HasPrefix(strings.Join(kinds, " "), want) || kinds[len(kinds)-1] != "message_stop" ||
-		kinds[len(kinds)-2] != "message_delta" || kinds[len(kinds)-3] != "content_block_stop" {
+	// Deltas may be absent: a sampled EOS as the first token (1 in 256 for
+	// the simulator) gives an empty answer, which the API allows.
+	seq := strings.Join(kinds, " ")
+	middle := strings.TrimSuffix(strings.TrimPrefix(seq, "message_start content_block_start ping"),
+		"content_block_stop message_delta message_stop")
+	if !strings.HasPrefix(seq, "message_start content_block_start ping") ||
+		!strings.HasSuffix(seq, "content_block_stop message_delta message_stop") ||
+		strings.Trim(strings.ReplaceAll(middle, "content_block_delta", ""), " ") != "" {
 		t.Fatalf("anthropic events: %v", kinds)
 	}
 	// Errors in each API's own shape.
