@@ -61,6 +61,13 @@ type EngineWork struct {
 	UncachedTokens int `json:"uncached_tokens"`
 }
 
+// LoadPoint is one time slice of Result.Load.
+type LoadPoint struct {
+	Seconds float64 `json:"t"`
+	Max     float64 `json:"max"`
+	Mean    float64 `json:"mean"`
+}
+
 // Result is a run's outcome.
 type Result struct {
 	Requests         int                   `json:"requests"`
@@ -73,13 +80,17 @@ type Result struct {
 	PrefixHitRate    float64               `json:"prefix_hit_rate"`
 	Imbalance        float64               `json:"imbalance"`
 	Engines          map[string]EngineWork `json:"engines"`
-	Workload         string                `json:"workload"`
-	Flags            map[string]any        `json:"flags"`
-	WallSeconds      float64               `json:"wall_seconds"`
-	FirstErrors      []string              `json:"first_errors,omitempty"`
-	promptTokens     int
-	cachedTokens     int
-	outputTokens     int
+	// Load is per-engine prefill work over time: for each slice of the run,
+	// the most any engine was sent (uncached prompt tokens) and the mean
+	// over engines that got work.
+	Load         []LoadPoint    `json:"load_over_time"`
+	Workload     string         `json:"workload"`
+	Flags        map[string]any `json:"flags"`
+	WallSeconds  float64        `json:"wall_seconds"`
+	FirstErrors  []string       `json:"first_errors,omitempty"`
+	promptTokens int
+	cachedTokens int
+	outputTokens int
 }
 
 // Recorder accumulates per-request measurements into a Result. It is safe
@@ -88,6 +99,7 @@ type Recorder struct {
 	mu             sync.Mutex
 	ttft, itl, e2e *hdrhistogram.Histogram
 	res            *Result
+	sent           []sentWork
 }
 
 // NewRecorder returns an empty recorder.
@@ -133,7 +145,7 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 			go func() {
 				defer wg.Done()
 				for r := range next {
-					sendOne(ctx, client, o, r, time.Now(), rec)
+					sendOne(ctx, client, o, r, start, time.Now(), rec)
 				}
 			}()
 		}
@@ -160,7 +172,7 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 				break
 			}
 			wg.Add(1)
-			go func() { defer wg.Done(); sendOne(ctx, client, o, r, due, rec) }()
+			go func() { defer wg.Done(); sendOne(ctx, client, o, r, start, due, rec) }()
 		}
 	}
 	wg.Wait()
@@ -193,7 +205,7 @@ func progress(ctx context.Context, w io.Writer, rec *Recorder, total int, start 
 
 // sendOne sends one streamed request and records what it saw; latencies
 // count from due, the time it was scheduled.
-func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request, due time.Time, rec *Recorder) {
+func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request, start, due time.Time, rec *Recorder) {
 	body, path := requestBody(o, r)
 	req, err := http.NewRequestWithContext(ctx, "POST", o.Target+path, bytes.NewReader(body))
 	if err != nil {
@@ -258,7 +270,7 @@ func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request,
 	if prompt == 0 {
 		prompt = len(r.Prompt)
 	}
-	rec.OK(engine, first.Sub(due), last.Sub(due), gaps, prompt, cached, output)
+	rec.OK(engine, due.Sub(start), first.Sub(due), last.Sub(due), gaps, prompt, cached, output)
 }
 
 func requestBody(o Options, r workload.Request) ([]byte, string) {
@@ -345,11 +357,13 @@ func (r *Recorder) Fail(msg string) {
 	}
 }
 
-// OK records a completed request: its engine, time to first token, end to
-// end time, the gaps between its tokens, and its token counts.
-func (r *Recorder) OK(engine string, ttft, e2e time.Duration, gaps []time.Duration, prompt, cached, output int) {
+// OK records a completed request: its engine, when it was sent (from the
+// start of the run), time to first token, end to end time, the gaps between
+// its tokens, and its token counts.
+func (r *Recorder) OK(engine string, at, ttft, e2e time.Duration, gaps []time.Duration, prompt, cached, output int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.sent = append(r.sent, sentWork{at: at, engine: engine, work: float64(prompt - cached)})
 	res := r.res
 	res.Requests++
 	_ = r.ttft.RecordValue(max(ttft.Microseconds(), 1))
@@ -365,6 +379,43 @@ func (r *Recorder) OK(engine string, ttft, e2e time.Duration, gaps []time.Durati
 	w.PromptTokens += prompt
 	w.UncachedTokens += prompt - cached
 	res.Engines[engine] = w
+}
+
+type sentWork struct {
+	at     time.Duration
+	engine string
+	work   float64
+}
+
+// loadSlices is the number of time slices of Result.Load.
+const loadSlices = 40
+
+func loadOverTime(sent []sentWork, wall time.Duration) []LoadPoint {
+	if len(sent) == 0 || wall <= 0 {
+		return nil
+	}
+	slice := wall / loadSlices
+	per := make([]map[string]float64, loadSlices)
+	for _, s := range sent {
+		i := min(int(s.at/max(slice, 1)), loadSlices-1)
+		if per[i] == nil {
+			per[i] = map[string]float64{}
+		}
+		per[i][s.engine] += s.work
+	}
+	out := make([]LoadPoint, loadSlices)
+	for i, m := range per {
+		out[i].Seconds = (time.Duration(i) * slice).Seconds()
+		var sum float64
+		for _, w := range m {
+			sum += w
+			out[i].Max = max(out[i].Max, w)
+		}
+		if len(m) > 0 {
+			out[i].Mean = sum / float64(len(m))
+		}
+	}
+	return out
 }
 
 func summarize(h *hdrhistogram.Histogram) Summary {
@@ -383,6 +434,7 @@ func (r *Recorder) Finish(wall time.Duration, spec string) *Result {
 	res := r.res
 	res.Workload, res.WallSeconds = spec, wall.Seconds()
 	res.TTFT, res.ITL, res.E2E = summarize(r.ttft), summarize(r.itl), summarize(r.e2e)
+	res.Load = loadOverTime(r.sent, wall)
 	res.RequestsPerS = float64(res.Requests) / wall.Seconds()
 	res.OutputTokensPerS = float64(res.outputTokens) / wall.Seconds()
 	if res.promptTokens > 0 {

@@ -50,7 +50,7 @@ func (c *Comparison) WriteDir(dir string) error {
 			p, r.Requests, r.Errors, r.TTFT.P50, r.TTFT.P99, r.ITL.P50, r.E2E.P50, r.E2E.P99,
 			r.RequestsPerS, r.OutputTokensPerS, r.PrefixHitRate, r.Imbalance)
 	}
-	md.WriteString("\n![TTFT CDF](ttft_cdf.svg)\n\n![prefix hit rate](hit_rate.svg)\n\n![per-engine work](engine_work.svg)\n\n")
+	md.WriteString("\n![TTFT CDF](ttft_cdf.svg)\n\n![prefix hit rate](hit_rate.svg)\n\n![per-engine work](engine_work.svg)\n\n![load over time](load_over_time.svg)\n\n")
 	md.WriteString("Prefix hit rate: prompt tokens the engines reported served from cache, over all prompt tokens. ")
 	md.WriteString("Imbalance: the most loaded engine's uncached prompt tokens over the mean of all engines.\n")
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(md.String()), 0o644); err != nil {
@@ -62,7 +62,37 @@ func (c *Comparison) WriteDir(dir string) error {
 	if err := c.plotHitRate(filepath.Join(dir, "hit_rate.svg")); err != nil {
 		return err
 	}
-	return c.plotEngineWork(filepath.Join(dir, "engine_work.svg"))
+	if err := c.plotEngineWork(filepath.Join(dir, "engine_work.svg")); err != nil {
+		return err
+	}
+	return c.plotLoad(filepath.Join(dir, "load_over_time.svg"))
+}
+
+// plotLoad draws, per policy, the busiest engine's prefill work in each
+// slice of the run over the mean engine's: 1 is perfect balance.
+func (c *Comparison) plotLoad(path string) error {
+	p := plot.New()
+	p.Title.Text = "Per-engine load over time (busiest / mean uncached prompt tokens sent)"
+	p.X.Label.Text = "s"
+	var args []any
+	for _, name := range c.Order {
+		var pts plotter.XYs
+		for _, l := range c.Policies[name].Load {
+			if l.Mean > 0 {
+				pts = append(pts, plotter.XY{X: l.Seconds, Y: l.Max / l.Mean})
+			}
+		}
+		if len(pts) > 0 {
+			args = append(args, name, pts)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return err
+	}
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
 }
 
 func (c *Comparison) plotCDF(path string) error {
