@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,10 +15,9 @@ import (
 // fakeServer streams an OpenAI completion: a first token after firstDelay,
 // then more every gap, and usage with cached tokens; engine names alternate.
 func fakeServer(firstDelay, gap time.Duration, tokens int) *httptest.Server {
-	n := 0
+	var n atomic.Int64
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n++
-		w.Header().Set("x-kvgate-engine", fmt.Sprintf("e%d", n%2))
+		w.Header().Set("x-kvgate-engine", fmt.Sprintf("e%d", n.Add(1)%2))
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
 		time.Sleep(firstDelay)
