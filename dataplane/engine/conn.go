@@ -65,6 +65,14 @@ func (e *Engine) Info() wire.Handshake {
 	return e.info
 }
 
+// Shape returns what scoring needs of the engine's handshake without
+// copying it: tokens per step and GPU KV capacity in tokens.
+func (e *Engine) Shape() (maxBatched int, capacityTokens float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return int(e.info.MaxBatchedTokens), float64(e.info.Capacity(wire.TierGPU)) * float64(e.info.BlockSize)
+}
+
 // State returns the connection state.
 func (e *Engine) State() State { return State(e.state.Load()) }
 

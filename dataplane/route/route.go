@@ -305,10 +305,11 @@ func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
 // of that scheme in one index call.
 func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error) {
 	type scored struct {
-		e     *engine.Engine
-		cost  float64
-		match kvstore.Match
-		bs    int
+		e      *engine.Engine
+		cost   float64
+		match  kvstore.Match
+		bs     int
+		hashes []uint64
 	}
 	// Engines hash alike when they share a hash scheme and, for a LoRA
 	// request, give the adapter the same id.
@@ -324,7 +325,6 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 		}
 	}
 	all := make([]scored, 0, len(cands))
-	hashes := make(map[*engine.Engine][]uint64, len(cands))
 	best := math.Inf(1)
 	for sc, es := range groups {
 		h := sc.h
@@ -334,18 +334,15 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 		if err != nil {
 			return nil, fmt.Errorf("route: hashing prompt: %w", err)
 		}
-		for _, e := range es {
-			hashes[e] = hs
-		}
 		matches := r.matchAll(es, hs)
 		bs := h.BlockSize()
 		for i, e := range es {
 			prefill, decode, _ := r.queued(e)
-			info := e.Info()
+			maxBatched, capacity := e.Shape()
 			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
-				MaxBatched: int(info.MaxBatchedTokens), CapacityTokens: float64(info.Capacity(0)) * float64(bs)}
+				MaxBatched: maxBatched, CapacityTokens: capacity}
 			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
-			all = append(all, scored{e, cost, matches[i], bs})
+			all = append(all, scored{e, cost, matches[i], bs, hs})
 			best = min(best, cost)
 		}
 	}
@@ -361,7 +358,7 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 	pick := near[rand.IntN(len(near))]
 	d := &Decision{Engine: pick.e, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
 	if r.approx != nil {
-		r.recordApprox(pick.e, hashes[pick.e])
+		r.recordApprox(pick.e, pick.hashes)
 	}
 	return d, nil
 }
