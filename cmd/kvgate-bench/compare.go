@@ -38,10 +38,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU tier blocks per engine")
 	kvgateBin := fs.String("kvgate", "", "kvgate binary (default: next to kvgate-bench, then $PATH)")
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	wl, err := workload.Parse(l.workload)
+	wl, err := l.parse(fs, args)
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,14 @@ func (l *loadFlags) options(target string, progress io.Writer) (loadgen.Options,
 	return o, nil
 }
 
+// parse parses the command line and loads the workload it names.
+func (l *loadFlags) parse(fs *flag.FlagSet, args []string) (*workload.Workload, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return workload.Parse(l.workload)
+}
+
 func (l *loadFlags) flagMap() map[string]any {
 	return map[string]any{"workload": l.workload, "api": l.api, "model": l.model, "rate": l.rate, "speed": l.speed,
 		"concurrency": l.concurrency, "max_requests": l.maxRequests, "duration": l.duration.String()}
@@ -114,10 +122,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var l loadFlags
 	l.register(fs)
 	target := fs.String("target", "http://127.0.0.1:8080", "base URL of the endpoint")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	wl, err := workload.Parse(l.workload)
+	wl, err := l.parse(fs, args)
 	if err != nil {
 		return err
 	}
