@@ -34,13 +34,14 @@ const (
 	TypeLoadRequest     Type = 0x22
 	TypeSnapshotRequest Type = 0x23
 	TypeSnapshot        Type = 0x24
+	TypeRing            Type = 0x30
 )
 
 var typeNames = map[Type]string{
 	TypeHello: "HELLO", TypeWelcome: "WELCOME", TypeAuth: "AUTH", TypePing: "PING",
 	TypePong: "PONG", TypeGoaway: "GOAWAY", TypeError: "ERROR", TypeGenerate: "GENERATE",
 	TypeTokens: "TOKENS", TypeCancel: "CANCEL", TypeKVEvents: "KV_EVENTS", TypeLoad: "LOAD",
-	TypeLoadRequest: "LOAD_REQUEST", TypeSnapshotRequest: "SNAPSHOT_REQUEST", TypeSnapshot: "SNAPSHOT",
+	TypeLoadRequest: "LOAD_REQUEST", TypeSnapshotRequest: "SNAPSHOT_REQUEST", TypeSnapshot: "SNAPSHOT", TypeRing: "RING",
 }
 
 // String returns the type's name as written in PROTOCOL.md.
@@ -55,7 +56,9 @@ func (t Type) String() string {
 func (t Type) Known() bool { _, ok := typeNames[t]; return ok }
 
 // Compressible reports whether frames of type t may carry a compressed payload.
-func (t Type) Compressible() bool { return t == TypeKVEvents || t == TypeSnapshot }
+func (t Type) Compressible() bool {
+	return t == TypeKVEvents || t == TypeSnapshot || t == TypeRing
+}
 
 // Frame header flags.
 const (

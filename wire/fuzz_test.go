@@ -88,6 +88,7 @@ func FuzzHello(f *testing.F)           { fuzzMessage(f, TypeHello) }
 func FuzzWelcome(f *testing.F)         { fuzzMessage(f, TypeWelcome) }
 func FuzzAuth(f *testing.F)            { fuzzMessage(f, TypeAuth) }
 func FuzzPing(f *testing.F)            { fuzzMessage(f, TypePing) }
+func FuzzRing(f *testing.F)            { fuzzMessage(f, TypeRing) }
 func FuzzGoaway(f *testing.F)          { fuzzMessage(f, TypeGoaway) }
 func FuzzError(f *testing.F)           { fuzzMessage(f, TypeError) }
 func FuzzGenerate(f *testing.F)        { fuzzMessage(f, TypeGenerate) }

@@ -53,6 +53,7 @@ func goldenCases() []goldenCase {
 		{name: "auth", about: "AUTH: HMAC-SHA256(\"s3cret\", \"kvgate wire v1 dialer\" || welcome_nonce || hello_nonce)",
 			msg: &Auth{Proof: DialerProof(secret, &dn, &an)}},
 		{name: "ping", about: "PING with opaque data", msg: &Ping{Data: 0x0102030405060708}},
+		{name: "ring", about: "RING with an opaque syncring body", msg: &Ring{Body: []byte{0x01, 0xaa, 0xbb, 0xcc}}},
 		{name: "pong", about: "PONG echoing it", msg: &Pong{Data: 0x0102030405060708}},
 		{name: "goaway", about: "GOAWAY: draining for 30 s", msg: &Goaway{Code: CodeShutdown, DrainMillis: 30000, Message: "engine restarting"}},
 		{name: "error_connection", about: "ERROR on stream 0: the connection ends", msg: &Error{Code: CodeAuth, Message: "bad proof"}},

@@ -75,6 +75,8 @@ func NewMessage(t Type) Message {
 		return &SnapshotRequest{}
 	case TypeSnapshot:
 		return &Snapshot{}
+	case TypeRing:
+		return &Ring{}
 	}
 	return nil
 }

@@ -8,9 +8,13 @@ import (
 
 // TestTruncatedPayloads cuts every golden payload at every length short of
 // whole: each cut must fail with ErrTruncated (or a value error for fields
-// that became inconsistent), never panic and never succeed.
+// that became inconsistent), never panic and never succeed. RING is left
+// out: its body is opaque to wire (syncring checks its own layout).
 func TestTruncatedPayloads(t *testing.T) {
 	for _, c := range goldenCases() {
+		if c.msg.Type() == TypeRing {
+			continue
+		}
 		payload, err := c.msg.AppendPayload(nil)
 		if err != nil {
 			t.Fatal(err)
