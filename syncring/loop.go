@@ -1,0 +1,151 @@
+package syncring
+
+import (
+	"slices"
+	"time"
+)
+
+// loopState is everything the ring loop owns.
+type loopState struct {
+	r       *Ring
+	order   []int // vector position of engine k (sorted keys) -> caller's index
+	posOf   []int // caller's index -> vector position (read-only after init)
+	peers   map[string]*peer
+	members []string // sorted, this replica included
+	rank    int
+	epoch   uint64
+	// epochNum counts this replica's epochs (for operators; not on the wire
+	// as an identity).
+	epochNum  uint64
+	round     *round
+	lastRound uint64
+	// contrib is the peers' load from the last completed round and
+	// pendingSum their reservations since, both per vector position.
+	contrib, pendingSum []int64
+	total               int64 // tokens in the last round's reduced vector
+	own                 []Load
+	done, abandoned     uint64
+	lastMicros          uint32
+	lastBytes           uint32
+	digest              []byte
+}
+
+func (s *loopState) init(r *Ring) {
+	s.r, s.peers = r, map[string]*peer{}
+	keys := slices.Clone(r.cfg.Engines)
+	slices.Sort(keys)
+	s.posOf = make([]int, len(keys))
+	for k, key := range keys {
+		ci := slices.Index(r.cfg.Engines, key)
+		s.order = append(s.order, ci)
+		s.posOf[ci] = k
+	}
+	n := loadValues * len(keys)
+	s.contrib, s.pendingSum = make([]int64, n), make([]int64, n)
+	s.own = make([]Load, len(keys))
+	s.members, s.rank = []string{r.cfg.ID}, 0
+	s.epoch = s.epochOf(s.members)
+	s.epochNum = 1
+	r.epochID.Store(s.epoch)
+}
+
+// receive dispatches one peer message. Heartbeats and digests count from
+// any authenticated replica; chunks and reservations only from members of
+// the current epoch (anything else is counted and ignored).
+func (s *loopState) receive(from string, m *message) {
+	p := s.peer(from)
+	p.heard = time.Now()
+	switch m.Kind {
+	case kindHeartbeat:
+		p.hb, p.hbSeen = m.Heartbeat, true
+		s.reform() // cheap; a no-op unless the member set changed
+	case kindDigest:
+		p.digest = m.Digest
+		s.compare(p)
+	case kindChunk:
+		if m.Epoch != s.epoch || !s.member(from) {
+			s.r.metrics.ignored.Add(1)
+			return
+		}
+		s.chunk(from, &m.Chunk)
+	case kindReserve:
+		if m.Epoch != s.epoch || !s.member(from) || from == s.r.cfg.ID {
+			s.r.metrics.ignored.Add(1)
+			return
+		}
+		s.addPending(p, m.Reserve)
+	}
+}
+
+func (s *loopState) heartbeat() {
+	s.reform()
+	for _, p := range s.peers {
+		if p.link != nil {
+			s.sendHeartbeat(p)
+		}
+	}
+	s.publishStats()
+}
+
+func (s *loopState) sendHeartbeat(p *peer) {
+	h := heartbeat{Incarnation: s.r.incarnation, Engines: s.r.engines, EpochNum: s.epochNum,
+		RoundsDone: s.done, RoundsAbandoned: s.abandoned, RoundMicros: s.lastMicros, RoundBytes: s.lastBytes,
+		ViewTokens: uint64(max(s.viewTokens(), 0)), Hears: s.heard(time.Now())}
+	s.send(p.link, appendHeartbeat(nil, s.epoch, &h))
+}
+
+// viewTokens is the fleet's queued and decoding tokens as this replica
+// sees them: the last reduced vector plus reservations since.
+func (s *loopState) viewTokens() int64 {
+	t := s.total
+	for i := 0; i < len(s.pendingSum); i += loadValues {
+		t += s.pendingSum[i] + s.pendingSum[i+1]
+	}
+	return t
+}
+
+func (s *loopState) sendDigest() {
+	if s.r.cfg.Digest == nil {
+		return
+	}
+	s.digest = s.r.cfg.Digest()
+	body := appendDigest(nil, s.epoch, s.digest)
+	for _, p := range s.peers {
+		if p.link != nil {
+			s.send(p.link, body)
+		}
+		s.compare(p)
+	}
+}
+
+func (s *loopState) compare(p *peer) {
+	if s.r.cfg.Similarity != nil && s.digest != nil && p.digest != nil {
+		p.similarity = s.r.cfg.Similarity(s.digest, p.digest)
+	}
+}
+
+// send enqueues body on l; a full queue means the peer is not keeping up,
+// so its link is dropped (the dialer reconnects, the ring re-forms).
+func (s *loopState) send(l *link, body []byte) bool {
+	if l == nil {
+		return false
+	}
+	if !l.enqueue(body) {
+		s.r.metrics.dropped.Add(1)
+		l.close()
+		return false
+	}
+	s.r.metrics.bytesOut.Add(uint64(len(body) + 12))
+	return true
+}
+
+// publishView makes the peers' load visible to routing, in caller order.
+func (s *loopState) publishView() {
+	v := make([]Load, len(s.order))
+	for k, ci := range s.order {
+		i := k * loadValues
+		v[ci] = Load{Prefill: s.contrib[i] + s.pendingSum[i], Decode: s.contrib[i+1] + s.pendingSum[i+1],
+			Requests: s.contrib[i+2] + s.pendingSum[i+2]}
+	}
+	s.r.view.Store(&v)
+}

@@ -1,0 +1,270 @@
+package syncring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/kvgate/kvgate/wire"
+)
+
+// Load is one engine's load: the work routers have sent it that has not
+// finished, as one replica counts it or summed over replicas.
+type Load struct {
+	Prefill  int64 // prompt tokens waiting for their first token
+	Decode   int64 // KV tokens of requests decoding
+	Requests int64 // requests in flight
+}
+
+// values per engine in the reduced vector
+const loadValues = 3
+
+// LoadSource is this replica's own exact load, read at the start of every
+// round.
+type LoadSource interface {
+	// ReadLoad fills dst (one entry per engine, in Config.Engines order).
+	// It must call mark exactly once while no reservation can be made, so
+	// that every Reserve made before mark is in dst and none made after it:
+	// that is what lets peers reconcile broadcast reservations exactly.
+	ReadLoad(dst []Load, mark func())
+}
+
+// Config configures a replica's part in the ring.
+type Config struct {
+	// ID names this replica; unique in the fleet. The ring is ordered by ID.
+	ID string
+	// Listen is the ring address ("host:port"; port 0 picks one), unless
+	// Listener is given.
+	Listen   string
+	Listener net.Listener
+	// Peers are the other replicas' ring addresses. A name that resolves to
+	// several addresses (a Kubernetes headless Service) stands for all of
+	// them; names are re-resolved every ResolveEvery. This replica's own
+	// address may be listed: it is recognised and skipped.
+	Peers []string
+	// Secret, when set, is required of every peer (HMAC challenge-response,
+	// as in the wire protocol).
+	Secret []byte
+	// Engines are the engine keys in the order of the load vectors. Replicas
+	// form a ring only with peers that have the same set.
+	Engines []string
+	// Interval is how often the ring reduces load (the leader's clock).
+	Interval time.Duration
+	// Heartbeat is how often a replica tells peers it is alive; DeadAfter is
+	// how long silence takes to drop a peer from the ring.
+	Heartbeat, DeadAfter time.Duration
+	// RoundTimeout abandons a round that has not completed.
+	RoundTimeout time.Duration
+	// ResolveEvery re-resolves Peers names.
+	ResolveEvery time.Duration
+	// DigestEvery is how often replicas exchange index digests.
+	DigestEvery time.Duration
+	// NoBroadcast turns reservation broadcast off (rounds only), for
+	// experiments.
+	NoBroadcast bool
+	// Codec compresses ring frames (CodecNone by default: measured in
+	// perf/RESULTS.md, delta-encoded chunks do not shrink enough to pay).
+	Codec wire.Codec
+	// Source is this replica's own load.
+	Source LoadSource
+	// Digest returns this replica's index digest; Similarity compares two
+	// (0..1). Both optional.
+	Digest     func() []byte
+	Similarity func(a, b []byte) float64
+	Logger     *slog.Logger
+	// Resolve looks up a host's addresses (tests replace it).
+	Resolve func(ctx context.Context, host string) ([]string, error)
+}
+
+// DefaultConfig returns the ring's default timing.
+func DefaultConfig() Config {
+	return Config{Interval: 5 * time.Millisecond, Heartbeat: 100 * time.Millisecond, DeadAfter: 500 * time.Millisecond,
+		RoundTimeout: 200 * time.Millisecond, ResolveEvery: 5 * time.Second, DigestEvery: time.Second}
+}
+
+// Ring is one replica's part in the replica ring.
+type Ring struct {
+	cfg         Config
+	log         *slog.Logger
+	incarnation uint64
+	engines     uint64 // hash of the engine set
+	ln          net.Listener
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	events      chan any // to the loop: inbound, linkUp, linkDown
+
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{}
+
+	view  atomic.Pointer[[]Load] // peers' load: last round + pending reservations
+	stats atomic.Pointer[Stats]
+
+	snap    atomic.Uint64 // snapshots of own load taken (see LoadSource)
+	epochID atomic.Uint64 // current epoch, for reservation messages
+	links   atomic.Pointer[[]*link]
+	res     reserver
+	metrics counters
+
+	loop loopState // owned by the loop goroutine
+}
+
+// counters are updated from several goroutines.
+type counters struct {
+	bytesIn, bytesOut, refused, ignored, dropped atomic.Uint64
+}
+
+// Errors of Start.
+var errConfig = errors.New("syncring: configuration")
+
+// Start listens on cfg.Listen and joins the ring.
+func Start(cfg Config) (*Ring, error) {
+	def := DefaultConfig()
+	for _, d := range []struct{ v *time.Duration; def time.Duration }{
+		{&cfg.Interval, def.Interval}, {&cfg.Heartbeat, def.Heartbeat}, {&cfg.DeadAfter, def.DeadAfter},
+		{&cfg.RoundTimeout, def.RoundTimeout}, {&cfg.ResolveEvery, def.ResolveEvery}, {&cfg.DigestEvery, def.DigestEvery},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	switch {
+	case cfg.ID == "":
+		return nil, fmt.Errorf("%w: a replica id is required", errConfig)
+	case cfg.Source == nil:
+		return nil, fmt.Errorf("%w: no load source", errConfig)
+	case cfg.DeadAfter <= cfg.Heartbeat:
+		return nil, fmt.Errorf("%w: dead-after %v must exceed the heartbeat %v", errConfig, cfg.DeadAfter, cfg.Heartbeat)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Resolve == nil {
+		cfg.Resolve = net.DefaultResolver.LookupHost
+	}
+	seen := map[string]bool{}
+	for _, e := range cfg.Engines {
+		if seen[e] {
+			return nil, fmt.Errorf("%w: engine %q listed twice", errConfig, e)
+		}
+		seen[e] = true
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("syncring: ring listener: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Ring{cfg: cfg, log: cfg.Logger, incarnation: uint64(time.Now().UnixNano()), engines: engineSetHash(cfg.Engines),
+		ln: ln, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{}}
+	r.res.init(r)
+	zero := make([]Load, len(cfg.Engines))
+	r.view.Store(&zero)
+	r.links.Store(&[]*link{})
+	r.loop.init(r)
+	r.publishStats()
+	r.wg.Add(3)
+	go func() { defer r.wg.Done(); r.acceptLoop(ctx, ln) }()
+	go func() { defer r.wg.Done(); r.resolveLoop(ctx) }()
+	go func() { defer r.wg.Done(); r.run(ctx) }()
+	r.log.Info("ring: joined", "id", cfg.ID, "listen", ln.Addr().String(), "peers", cfg.Peers,
+		"interval", cfg.Interval.String(), "engines", len(cfg.Engines))
+	return r, nil
+}
+
+// Addr is the ring listener's address.
+func (r *Ring) Addr() string { return r.ln.Addr().String() }
+
+// ID is this replica's id.
+func (r *Ring) ID() string { return r.cfg.ID }
+
+// PeerLoad returns the rest of the fleet's load on every engine (in
+// Config.Engines order): the peers' contributions from the last completed
+// round plus the reservations they broadcast since. It never blocks; the
+// slice must not be modified.
+func (r *Ring) PeerLoad() []Load { return *r.view.Load() }
+
+// Close leaves the ring: connections close, peers re-form without it.
+func (r *Ring) Close() {
+	r.cancel()
+	_ = r.ln.Close()
+	r.res.stop()
+	r.connMu.Lock()
+	for c := range r.conns {
+		_ = c.Close()
+	}
+	r.connMu.Unlock()
+	for _, l := range *r.links.Load() {
+		l.close()
+	}
+	r.wg.Wait()
+}
+
+// post hands an event to the loop unless the ring is closing.
+func (r *Ring) post(ctx context.Context, ev any) bool {
+	select {
+	case r.events <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+type (
+	inbound struct {
+		from string
+		msg  *message
+	}
+	linkUp   struct{ l *link }
+	linkDown struct{ l *link }
+)
+
+// run is the ring loop: membership, rounds, heartbeats and digests. It owns
+// loopState; nothing it does waits on the network.
+func (r *Ring) run(ctx context.Context) {
+	tick := time.NewTicker(r.cfg.Interval)
+	hb := time.NewTicker(r.cfg.Heartbeat)
+	dg := time.NewTicker(r.cfg.DigestEvery)
+	defer tick.Stop()
+	defer hb.Stop()
+	defer dg.Stop()
+	s := &r.loop
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-r.events:
+			switch ev := ev.(type) {
+			case inbound:
+				s.receive(ev.from, ev.msg)
+			case linkUp:
+				s.linkUp(ev.l)
+			case linkDown:
+				s.linkDown(ev.l)
+			}
+		case <-tick.C:
+			s.tick()
+		case <-hb.C:
+			s.heartbeat()
+		case <-dg.C:
+			s.sendDigest()
+		}
+	}
+}
+
+// engineSetHash identifies an engine set independent of order.
+func engineSetHash(engines []string) uint64 {
+	var sum uint64
+	for _, e := range engines {
+		sum += xxh3.HashString(e) // order-independent
+	}
+	return xxh3.Hash(fmt.Appendf(nil, "%d/%d", len(engines), sum))
+}
