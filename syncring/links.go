@@ -140,8 +140,10 @@ func (r *Ring) dialLoop(ctx context.Context, addr string) {
 				l.close()
 				return
 			}
+			stop := context.AfterFunc(ctx, l.close) // the address left DNS, or the ring closes
 			err = l.run()
-			r.post(ctx, linkDown{l})
+			stop()
+			r.post(r.root, linkDown{l}) // even when ctx ended: the loop must forget the link
 			backoff = 20 * time.Millisecond
 		}
 		if err != nil && ctx.Err() == nil {

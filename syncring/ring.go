@@ -96,6 +96,7 @@ type Ring struct {
 	incarnation uint64
 	engines     uint64 // hash of the engine set
 	ln          net.Listener
+	root        context.Context
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	events      chan any // to the loop: inbound, linkUp, linkDown
@@ -126,7 +127,10 @@ var errConfig = errors.New("syncring: configuration")
 // Start listens on cfg.Listen and joins the ring.
 func Start(cfg Config) (*Ring, error) {
 	def := DefaultConfig()
-	for _, d := range []struct{ v *time.Duration; def time.Duration }{
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
 		{&cfg.Interval, def.Interval}, {&cfg.Heartbeat, def.Heartbeat}, {&cfg.DeadAfter, def.DeadAfter},
 		{&cfg.RoundTimeout, def.RoundTimeout}, {&cfg.ResolveEvery, def.ResolveEvery}, {&cfg.DigestEvery, def.DigestEvery},
 	} {
@@ -164,7 +168,7 @@ func Start(cfg Config) (*Ring, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Ring{cfg: cfg, log: cfg.Logger, incarnation: uint64(time.Now().UnixNano()), engines: engineSetHash(cfg.Engines),
-		ln: ln, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{}}
+		ln: ln, root: ctx, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{}}
 	r.res.init(r)
 	zero := make([]Load, len(cfg.Engines))
 	r.view.Store(&zero)
@@ -249,6 +253,8 @@ func (r *Ring) run(ctx context.Context) {
 				s.linkUp(ev.l)
 			case linkDown:
 				s.linkDown(ev.l)
+			case refreshStats:
+				s.publishStats()
 			}
 		case <-tick.C:
 			s.tick()

@@ -89,3 +89,13 @@ func (s *loopState) publishStats() {
 	})
 	r.stats.Store(st)
 }
+
+// publishStatsSoon asks the loop to refresh the stats now.
+func (r *Ring) publishStatsSoon() {
+	select {
+	case r.events <- refreshStats{}:
+	default:
+	}
+}
+
+type refreshStats struct{}

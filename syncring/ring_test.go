@@ -1,0 +1,118 @@
+package syncring
+
+import (
+	"testing"
+)
+
+// TestFiveReplicasConverge: after quiescence every replica's global view is
+// the sum of all contributions; a replica killed mid-run leaves the view
+// when the ring re-forms; it rejoins when it comes back.
+func TestFiveReplicasConverge(t *testing.T) {
+	rs := fleet(t, 5, nil)
+	converged(t, rs, "5 replicas agree on the sum")
+	for _, r := range rs {
+		eventually(t, r.id+" reports rounds", func() bool { return r.ring.Stats().RoundsDone > 0 })
+	}
+
+	// Loads change: the view follows.
+	rs[3].src.set(loadsFor(9))
+	converged(t, rs, "after a load change")
+
+	// Kill one mid-run.
+	before := rs[0].ring.Stats().Epoch
+	rs[2].stop()
+	converged(t, rs, "4 replicas after r02 left")
+	if rs[0].ring.Stats().Epoch == before {
+		t.Fatal("membership changed without a new epoch")
+	}
+
+	// Bring it back on the same address: it rejoins.
+	rs[2].start(t, addrsOf(rs), nil, nil)
+	converged(t, rs, "5 replicas after r02 came back")
+}
+
+func addrsOf(rs []*replica) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.addr)
+	}
+	return out
+}
+
+// TestTwoReplicas covers the smallest ring (one step per phase).
+func TestTwoReplicas(t *testing.T) {
+	rs := fleet(t, 2, nil)
+	converged(t, rs, "2 replicas")
+	rs[1].stop()
+	converged(t, rs, "alone")
+	if got := rs[0].ring.PeerLoad()[3]; got != (Load{}) {
+		t.Fatalf("alone, peers still load engine 3: %+v", got)
+	}
+}
+
+// TestReservationBroadcast: with rounds too rare to matter, a reservation
+// reaches the peer at once; once a round lands it is reconciled: counted
+// once, in the round's sum, not on top of it.
+func TestReservationBroadcast(t *testing.T) {
+	rs := fleet(t, 2, func(c *Config) { c.Interval = 1 << 40 }) // no rounds
+	a, b := rs[0], rs[1]
+	formed(t, rs)
+	a.src.reserve(4, 500)
+	a.src.reserve(4, 20)
+	eventually(t, "reservation seen by the peer", func() bool {
+		return b.ring.PeerLoad()[4] == Load{Prefill: 520, Requests: 2}
+	})
+
+}
+
+// TestReservationsReconciled: with rounds running, reservations are counted
+// once: after the next round lands the peer's view is the exact sum, and no
+// reservation stays pending.
+func TestReservationsReconciled(t *testing.T) {
+	rs := fleet(t, 3, nil)
+	converged(t, rs, "rounds running")
+	for i := range 60 {
+		rs[i%3].src.reserve(i%len(testEngines), int64(10+i))
+	}
+	converged(t, rs, "after 60 reservations")
+	for _, r := range rs {
+		eventually(t, "nothing pending at "+r.id, func() bool {
+			for _, p := range r.ring.Stats().Peers {
+				if p.Pending != 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
+// TestNoBroadcast: rounds only, reservations are not sent.
+func TestNoBroadcast(t *testing.T) {
+	rs := fleet(t, 2, func(c *Config) { c.NoBroadcast = true; c.Interval = 1 << 40 })
+	formed(t, rs)
+	rs[0].src.reserve(1, 100)
+	if out := rs[0].ring.Stats().BytesOut; out > 0 {
+		_ = out // heartbeats flow; what matters is the peer's view
+	}
+	for range 20 {
+		if rs[1].ring.PeerLoad()[1] != (Load{}) {
+			t.Fatal("a reservation was broadcast with NoBroadcast")
+		}
+	}
+}
+
+// formed waits until every replica counts all of them as members (and so
+// is in the same epoch: reservations of another epoch are dropped).
+func formed(t *testing.T, rs []*replica) {
+	t.Helper()
+	eventually(t, "ring formed", func() bool {
+		for _, r := range rs {
+			r.ring.publishStatsSoon()
+			if len(r.ring.Stats().Members) != len(rs) {
+				return false
+			}
+		}
+		return true
+	})
+}
