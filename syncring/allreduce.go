@@ -160,6 +160,7 @@ func (s *loopState) complete() {
 	s.done++
 	s.lastMicros = uint32(min(time.Since(rd.started).Microseconds(), 1<<32-1))
 	s.lastBytes = uint32(rd.bytes)
+	s.bytesTotal += uint64(rd.bytes)
 	s.round = nil
 	s.publishView()
 }

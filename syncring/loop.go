@@ -27,6 +27,7 @@ type loopState struct {
 	done, abandoned     uint64
 	lastMicros          uint32
 	lastBytes           uint32
+	bytesTotal          uint64
 	digest              []byte
 }
 

@@ -18,6 +18,7 @@ type Stats struct {
 	RoundsAbandoned uint64 `json:"rounds_abandoned"`
 	RoundMicros     uint32 `json:"round_us"`
 	RoundBytes      uint32 `json:"round_bytes"`
+	RoundBytesTotal uint64 `json:"round_bytes_total"` // over all completed rounds
 	// Since start: ring bytes in and out, peers refused at the handshake,
 	// messages ignored (wrong epoch, not a member, out of turn) and links
 	// dropped for not keeping up.
@@ -57,7 +58,7 @@ func (r *Ring) publishStats() { r.loop.publishStats() }
 func (s *loopState) publishStats() {
 	r := s.r
 	st := &Stats{ID: r.cfg.ID, Epoch: s.epochNum, Members: slices.Clone(s.members),
-		RoundsDone: s.done, RoundsAbandoned: s.abandoned, RoundMicros: s.lastMicros, RoundBytes: s.lastBytes,
+		RoundsDone: s.done, RoundsAbandoned: s.abandoned, RoundMicros: s.lastMicros, RoundBytes: s.lastBytes, RoundBytesTotal: s.bytesTotal,
 		BytesIn: r.metrics.bytesIn.Load(), BytesOut: r.metrics.bytesOut.Load(), Refused: r.metrics.refused.Load(),
 		Ignored: r.metrics.ignored.Load(), Dropped: r.metrics.dropped.Load()}
 	now := time.Now()

@@ -1,0 +1,140 @@
+package syncring
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/wire"
+)
+
+// churn is a LoadSource whose loads move every round: each read changes a
+// fraction of the engines' values, as routing does between rounds.
+type churn struct {
+	mu    sync.Mutex
+	loads []Load
+	frac  float64
+	rng   *rand.Rand
+}
+
+func (c *churn) ReadLoad(dst []Load, mark func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.loads {
+		if c.rng.Float64() < c.frac {
+			c.loads[i].Prefill = max(0, c.loads[i].Prefill+c.rng.Int64N(8192)-4096)
+			c.loads[i].Decode = max(0, c.loads[i].Decode+c.rng.Int64N(2048)-1024)
+			c.loads[i].Requests = max(0, c.loads[i].Requests+c.rng.Int64N(5)-2)
+		}
+	}
+	copy(dst, c.loads)
+	mark()
+}
+
+// BenchmarkRingRound measures what one replica sends per round for rings of
+// N replicas over E engines, against the ring bound 2(N-1)/N of the raw
+// vector and against all-to-all broadcast of the same vectors. Rounds run
+// on their own clock; the benchmark samples the rounds completed over b.N
+// x 20 ms.
+func BenchmarkRingRound(b *testing.B) {
+	const engines = 256
+	for _, codec := range []wire.Codec{wire.CodecNone, wire.CodecS2} {
+		for _, frac := range []float64{0.1, 1} {
+			for _, n := range []int{2, 4, 8, 16} {
+				if testing.Short() && n > 4 {
+					continue
+				}
+				name := fmt.Sprintf("codec=%d/churn=%g/N=%d", codec, frac, n)
+				b.Run(name, func(b *testing.B) { benchRing(b, n, engines, frac, codec) })
+			}
+		}
+	}
+}
+
+func benchRing(b *testing.B, n, engines int, frac float64, codec wire.Codec) {
+	keys := make([]string, engines)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("10.0.%d.%d:9000", i/256, i%256)
+	}
+	var lns []net.Listener
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
+	}
+	rings := make([]*Ring, n)
+	for i := range n {
+		src := &churn{loads: make([]Load, engines), frac: frac, rng: rand.New(rand.NewPCG(uint64(i), 1))}
+		cfg := DefaultConfig()
+		cfg.ID, cfg.Peers, cfg.Engines, cfg.Source, cfg.Listener, cfg.Codec = fmt.Sprintf("r%02d", i), addrs, keys, src, lns[i], codec
+		r, err := Start(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rings[i] = r
+		defer r.Close()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(rings[n-1].Stats().Members) != n || rings[n-1].Stats().RoundsDone < 10 {
+		if time.Now().After(deadline) {
+			b.Fatal("ring did not form")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st0 := rings[1].Stats()
+	b.ResetTimer()
+	time.Sleep(time.Duration(b.N) * 20 * time.Millisecond)
+	b.StopTimer()
+	rings[1].publishStatsSoon()
+	time.Sleep(5 * time.Millisecond)
+	st := rings[1].Stats()
+	rounds := float64(st.RoundsDone - st0.RoundsDone)
+	if rounds == 0 {
+		b.Fatal("no round completed")
+	}
+	raw := float64(8 * (loadValues*engines + n))
+	b.ReportMetric(float64(st.RoundBytesTotal-st0.RoundBytesTotal)/rounds, "B/round")
+	b.ReportMetric(raw*2*float64(n-1)/float64(n), "bound-B/round")
+	b.ReportMetric(float64((n-1)*8*loadValues*engines), "all2all-B/round")
+	b.ReportMetric(float64(st.RoundMicros), "round-us")
+	b.ReportMetric(rounds/(float64(b.N)*0.02), "rounds/s")
+}
+
+// BenchmarkChunkCompression: what s2 and zstd make of delta-encoded chunks
+// (256 engines, a 4-replica ring's chunk, every value moved or 10% moved),
+// and what they cost, to decide whether ring frames are compressed.
+func BenchmarkChunkCompression(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, frac := range []float64{0.1, 1} {
+		prev := make([]int64, loadValues*256/4)
+		cur := make([]int64, len(prev))
+		for i := range cur {
+			prev[i] = rng.Int64N(1 << 20)
+			cur[i] = prev[i]
+			if rng.Float64() < frac {
+				cur[i] += rng.Int64N(8192) - 4096
+			}
+		}
+		body := appendChunk(nil, 1, &chunk{Round: 9, Values: cur}, prev)
+		for _, codec := range []wire.Codec{wire.CodecS2, wire.CodecZstd} {
+			b.Run(fmt.Sprintf("churn=%g/codec=%d", frac, codec), func(b *testing.B) {
+				var scratch, out []byte
+				var err error
+				for b.Loop() {
+					out, err = wire.AppendFrameCompressed(out[:0], 0, &wire.Ring{Body: body}, codec, &scratch)
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(body)+wire.HeaderSize), "plain-B")
+				b.ReportMetric(float64(len(out)), "compressed-B")
+			})
+		}
+	}
+}
