@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kvgate/kvgate/perf/loadgen"
@@ -38,8 +37,13 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU tier blocks per engine")
 	kvgateBin := fs.String("kvgate", "", "kvgate binary (default: next to kvgate-bench, then $PATH)")
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
+	var rf replicaFlags
+	rf.register(fs)
 	wl, err := l.parse(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := rf.check(); err != nil {
 		return err
 	}
 	prof, err := sim.LoadProfile(*profile)
@@ -55,9 +59,10 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"cpu_blocks": *cpuBlocks, "policies": *policies} {
 		cmp.Flags[k] = v
 	}
+	rf.record(cmp.Flags)
 	return eachPolicy(ctx, cmp, *policies, l.jsonOut, *reportDir, stdout, func(policy string) (*loadgen.Result, error) {
 		fmt.Fprintf(stderr, "== %s: %d requests of %s on %d engines\n", policy, len(wl.Requests), l.workload, *engines)
-		return comparePolicy(ctx, policy, bin, *engines, prof, *gpuBlocks, *cpuBlocks, &l, wl, stderr)
+		return comparePolicy(ctx, policy, bin, *engines, prof, *gpuBlocks, *cpuBlocks, &l, &rf, wl, stderr)
 	})
 }
 
@@ -115,7 +120,7 @@ func fileExists(p string) bool {
 }
 
 func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Profile, gpu, cpu int,
-	l *loadFlags, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
+	l *loadFlags, rf *replicaFlags, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
 	var addrs, ids []string
 	for i := range n {
 		cfg := sim.DefaultConfig()
@@ -135,26 +140,11 @@ func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Prof
 		go func() { _ = s.Serve(ln) }()
 		addrs, ids = append(addrs, ln.Addr().String()), append(ids, cfg.ID)
 	}
-	cmd := exec.CommandContext(ctx, bin, "--engine", strings.Join(addrs, ","), "--policy", policy,
-		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--max-inflight", "0", "--max-model-len", "1000000")
-	stderr, err := cmd.StderrPipe()
+	base, stop, err := rf.startRouters(ctx, bin, policy, addrs)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	base, err := waitListening(stderr)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitReady(ctx, base); err != nil {
-		return nil, err
-	}
+	defer stop()
 	o, err := l.options(base, progress)
 	if err != nil {
 		return nil, err
@@ -165,6 +155,7 @@ func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Prof
 	}
 	res.Flags = l.flagMap()
 	res.Flags["policy"] = policy
+	rf.record(res.Flags)
 	res.CountEngines(ids)
 	return res, nil
 }

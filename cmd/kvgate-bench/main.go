@@ -33,7 +33,8 @@ Commands:
 
 Workload SPECs: mooncake:PATH, azure:PATH, shared-prefix:groups=8,prefix=4096,suffix=256,n=1000,rate=4,
 multi-turn:sessions=64,turns=8,system=2048,user=256,output=128,think=2,rate=4,
-agentic:agents=32,steps=8,system=2048,result=1024,output=64,think=1,rate=2 (all generators take seed=N).
+agentic:agents=32,steps=8,system=2048,result=1024,output=64,think=1,rate=2,
+burst:bursts=5,prefix=2048,suffix=1024,n=64,warm=1,gap=3 (all generators take seed=N).
 Run "kvgate-bench COMMAND --help" for a command's flags.
 `
 

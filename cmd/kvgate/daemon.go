@@ -19,6 +19,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/syncring"
 )
 
 // daemon is a running kvgate.
@@ -26,6 +27,7 @@ type daemon struct {
 	log    *slog.Logger
 	sims   []*sim.Server
 	pool   *engine.Pool
+	ring   *syncring.Ring
 	http   *httpx.Server
 	admin  *http.Server
 	served chan error
@@ -53,7 +55,14 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	pcfg.Secret, pcfg.Logger = c.secret, log
 	d.pool = engine.NewPool(pcfg, index, addrs)
 	router := route.New(d.pool, c.policy, c.weights)
+	if d.ring, err = startRing(&c.ring, d.pool, router, index, log); err != nil {
+		d.close()
+		return nil, err
+	}
 	metrics := dataplane.NewMetrics(d.pool, router)
+	if d.ring != nil {
+		metrics.RegisterRing(d.ring)
+	}
 	gw := &dataplane.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
 		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: metrics}
 	c.http.Logger = log
@@ -79,7 +88,11 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 			log.Warn("simulated engines not all ready", "err", err)
 		}
 	}
-	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr, "engines", addrs,
+	ringAddr := ""
+	if d.ring != nil {
+		ringAddr = d.ring.Addr()
+	}
+	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr, "ring", ringAddr, "engines", addrs,
 		"policy", string(c.policy), "tokenizer", tokenizerName(c.tokenizerDir))
 	return d, nil
 }
@@ -134,7 +147,11 @@ func (d *daemon) startAdmin(addr string, m *dataplane.Metrics, r *route.Router, 
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/state", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(state(d.pool, r, index))
+		st := state(d.pool, r, index)
+		if d.ring != nil {
+			st["ring"] = d.ring.Stats()
+		}
+		_ = json.NewEncoder(w).Encode(st)
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -155,7 +172,7 @@ func state(pool *engine.Pool, r *route.Router, index *kvstore.Index) map[string]
 	for _, e := range pool.Engines() {
 		info := e.Info()
 		engines = append(engines, map[string]any{"addr": e.Addr, "id": info.ID, "state": e.State().String(),
-			"models": info.Models, "block_size": info.BlockSize, "inflight": r.Inflight(e), "reported_load": e.Load()})
+			"models": info.Models, "block_size": info.BlockSize, "inflight": r.Inflight(e), "peer_load": r.PeerLoad(e), "reported_load": e.Load()})
 	}
 	st := index.Stats()
 	return map[string]any{"policy": r.Policy(), "engines": engines,
@@ -192,6 +209,9 @@ func (d *daemon) close() {
 	}
 	if d.admin != nil {
 		_ = d.admin.Close()
+	}
+	if d.ring != nil {
+		d.ring.Close() // peers re-form without this replica at once
 	}
 	if d.pool != nil {
 		d.pool.Close()

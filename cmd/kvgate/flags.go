@@ -38,6 +38,7 @@ type config struct {
 	drainTimeout        time.Duration
 	logLevel            slog.Level
 	checkOnly           bool
+	ring                ringFlags
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -75,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line")
 	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
+	c.ring.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kvgate [flags]\n\nRoutes LLM requests to the engine holding the most of their KV cache.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -127,6 +129,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("--engine-secret-file: %w", err)
 		}
 		c.secret = []byte(strings.TrimSpace(string(b)))
+	}
+	if err := c.ring.check(c.engines); err != nil {
+		return nil, err
 	}
 	c.http.Addr = c.listen
 	if c.weights.PrefillTokensPerMs <= 0 || c.http.MaxBodyBytes <= 0 || c.http.MaxHeaderBytes <= 0 || c.retries < 0 {

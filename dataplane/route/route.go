@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/syncring"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -105,6 +106,16 @@ type Router struct {
 	aslots   sync.Map       // *engine.Engine -> kvstore.Slot in approx
 	mu       sync.Mutex     // guards inflight
 	inflight map[*engine.Engine]*Load
+	fleet    Fleet                  // other replicas' load; nil when alone
+	pos      map[*engine.Engine]int // engine -> index in the pool (and the fleet's vectors)
+}
+
+// Fleet is the rest of the fleet of kvgate replicas (a syncring.Ring): their
+// load on every engine, indexed like the pool's engines, and the broadcast
+// of this replica's reservations.
+type Fleet interface {
+	PeerLoad() []syncring.Load
+	Reserve(engine int, prefill int64)
 }
 
 // Load is the work a router has sent to an engine and not yet seen finish.
@@ -116,7 +127,10 @@ type Load struct {
 
 // New returns a router.
 func New(pool *engine.Pool, policy Policy, w Weights) *Router {
-	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*Load)}
+	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*Load), pos: map[*engine.Engine]int{}}
+	for i, e := range pool.Engines() {
+		r.pos[e] = i
+	}
 	if policy == PolicyApproxPrefix {
 		r.approx = kvstore.New(kvstore.Options{})
 	}
@@ -165,12 +179,45 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 		return nil, err
 	}
 	d.r, d.prompt = r, len(req.Tokens)
+	prefill := int64(len(req.Tokens) - d.PredictedCached)
 	r.mu.Lock()
 	l := r.loadOf(d.Engine)
-	l.PrefillTokens += int64(len(req.Tokens) - d.PredictedCached)
+	l.PrefillTokens += prefill
 	l.Requests++
+	if r.fleet != nil {
+		r.fleet.Reserve(r.pos[d.Engine], prefill) // under mu: see ReadLoad
+	}
 	r.mu.Unlock()
 	return d, nil
+}
+
+// SetFleet makes routing count the other replicas' load. Call it before
+// routing starts.
+func (r *Router) SetFleet(f Fleet) { r.fleet = f }
+
+// ReadLoad implements syncring.LoadSource: this router's own load on every
+// engine of the pool, read with reservations excluded around mark.
+func (r *Router) ReadLoad(dst []syncring.Load, mark func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range r.pool.Engines() {
+		if i < len(dst) {
+			l := r.loadOf(e)
+			dst[i] = syncring.Load{Prefill: l.PrefillTokens, Decode: l.DecodeTokens, Requests: l.Requests}
+		}
+	}
+	mark()
+}
+
+// PeerLoad returns the other replicas' load on e (zero when alone).
+func (r *Router) PeerLoad(e *engine.Engine) syncring.Load {
+	if r.fleet == nil {
+		return syncring.Load{}
+	}
+	if v, i := r.fleet.PeerLoad(), r.pos[e]; i < len(v) {
+		return v[i]
+	}
+	return syncring.Load{}
 }
 
 func (r *Router) candidates(model string, needs wire.Feature) []*engine.Engine {
@@ -216,11 +263,13 @@ func (r *Router) Inflight(e *engine.Engine) Load {
 }
 
 // queued is the prefill work ahead of a new request on e: the engine's own
-// report (which includes other routers' requests) or this router's
-// reservations, whichever is larger (the report lags new reservations).
+// report or the fleet's reservations (this router's plus its peers'),
+// whichever is larger (the report lags new reservations).
 func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
-	own := r.Inflight(e)
-	prefill, decode, requests = float64(own.PrefillTokens), float64(own.DecodeTokens), float64(own.Requests)
+	own, peers := r.Inflight(e), r.PeerLoad(e)
+	prefill = float64(own.PrefillTokens + peers.Prefill)
+	decode = float64(own.DecodeTokens + peers.Decode)
+	requests = float64(own.Requests + peers.Requests)
 	if l := e.Load(); l != nil {
 		prefill = max(prefill, float64(l.QueuedPrefillTokens))
 		decode = max(decode, float64(l.ActiveDecodeTokens))

@@ -14,7 +14,7 @@ import (
 )
 
 // simPool starts n simulated engines on loopback and a pool connected to them.
-func simPool(b *testing.B, n int) *engine.Pool {
+func simPool(b testing.TB, n int) *engine.Pool {
 	b.Helper()
 	var addrs []string
 	for i := range n {

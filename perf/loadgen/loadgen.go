@@ -17,7 +17,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +28,9 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Target string // base URL
+	// Target is the base URL, or several separated by commas (replicas of
+	// one router): request i of the workload goes to target i mod n.
+	Target string
 	// API is openai-completions (token ids sent as the prompt), openai-chat
 	// or anthropic (prompts detokenized to text with Detokenize).
 	API         string
@@ -70,15 +71,18 @@ type LoadPoint struct {
 
 // Result is a run's outcome.
 type Result struct {
-	Requests         int                   `json:"requests"`
-	Errors           int                   `json:"errors"`
-	TTFT             Summary               `json:"ttft_ms"`
-	ITL              Summary               `json:"itl_ms"`
-	E2E              Summary               `json:"e2e_ms"`
-	RequestsPerS     float64               `json:"requests_per_s"`
-	OutputTokensPerS float64               `json:"output_tokens_per_s"`
-	PrefixHitRate    float64               `json:"prefix_hit_rate"`
-	Imbalance        float64               `json:"imbalance"`
+	Requests         int     `json:"requests"`
+	Errors           int     `json:"errors"`
+	TTFT             Summary `json:"ttft_ms"`
+	ITL              Summary `json:"itl_ms"`
+	E2E              Summary `json:"e2e_ms"`
+	RequestsPerS     float64 `json:"requests_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	PrefixHitRate    float64 `json:"prefix_hit_rate"`
+	Imbalance        float64 `json:"imbalance"`
+	// RequestImbalance is the same over requests: the most any engine was
+	// sent over the mean (herding shows here when hits make prefill cheap).
+	RequestImbalance float64               `json:"request_imbalance"`
 	Engines          map[string]EngineWork `json:"engines"`
 	// Load is per-engine prefill work over time: for each slice of the run,
 	// the most any engine was sent (uncached prompt tokens) and the mean
@@ -132,6 +136,8 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 			reqs[i].At = at
 		}
 	}
+	targets := strings.Split(o.Target, ",")
+	target := func(i int) string { return strings.TrimSuffix(strings.TrimSpace(targets[i%len(targets)]), "/") }
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
 	rec := NewRecorder()
 	start := time.Now()
@@ -139,25 +145,25 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 	defer stop()
 	var wg sync.WaitGroup
 	if o.Concurrency > 0 {
-		next := make(chan workload.Request)
+		next := make(chan int)
 		for range o.Concurrency {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for r := range next {
-					sendOne(ctx, client, o, r, start, time.Now(), rec)
+				for i := range next {
+					sendOne(ctx, client, o, target(i), reqs[i], start, time.Now(), rec)
 				}
 			}()
 		}
-		for _, r := range reqs {
+		for i := range reqs {
 			if ctx.Err() != nil || (o.Duration > 0 && time.Since(start) > o.Duration) {
 				break
 			}
-			next <- r
+			next <- i
 		}
 		close(next)
 	} else {
-		for _, r := range reqs {
+		for i, r := range reqs {
 			due := start.Add(time.Duration(float64(r.At) / o.Speed))
 			if o.Duration > 0 && due.Sub(start) > o.Duration {
 				break
@@ -172,7 +178,7 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 				break
 			}
 			wg.Add(1)
-			go func() { defer wg.Done(); sendOne(ctx, client, o, r, start, due, rec) }()
+			go func() { defer wg.Done(); sendOne(ctx, client, o, target(i), r, start, due, rec) }()
 		}
 	}
 	wg.Wait()
@@ -205,9 +211,9 @@ func progress(ctx context.Context, w io.Writer, rec *Recorder, total int, start 
 
 // sendOne sends one streamed request and records what it saw; latencies
 // count from due, the time it was scheduled.
-func sendOne(ctx context.Context, c *http.Client, o Options, r workload.Request, start, due time.Time, rec *Recorder) {
+func sendOne(ctx context.Context, c *http.Client, o Options, target string, r workload.Request, start, due time.Time, rec *Recorder) {
 	body, path := requestBody(o, r)
-	req, err := http.NewRequestWithContext(ctx, "POST", o.Target+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "POST", target+path, bytes.NewReader(body))
 	if err != nil {
 		rec.Fail(err.Error())
 		return
@@ -440,20 +446,8 @@ func (r *Recorder) Finish(wall time.Duration, spec string) *Result {
 	if res.promptTokens > 0 {
 		res.PrefixHitRate = float64(res.cachedTokens) / float64(res.promptTokens)
 	}
-	var works []float64
-	for _, w := range res.Engines {
-		works = append(works, float64(w.UncachedTokens))
-	}
-	sort.Float64s(works)
-	if n := len(works); n > 0 {
-		sum := 0.0
-		for _, w := range works {
-			sum += w
-		}
-		if sum > 0 {
-			res.Imbalance = works[n-1] / (sum / float64(n))
-		}
-	}
+	res.Imbalance = imbalance(res.Engines, func(w EngineWork) int { return w.UncachedTokens })
+	res.RequestImbalance = imbalance(res.Engines, func(w EngineWork) int { return w.Requests })
 	return res
 }
 
@@ -466,15 +460,20 @@ func (r *Result) CountEngines(ids []string) {
 			r.Engines[id] = EngineWork{}
 		}
 	}
-	var max, sum float64
-	for _, w := range r.Engines {
-		v := float64(w.UncachedTokens)
+	r.Imbalance = imbalance(r.Engines, func(w EngineWork) int { return w.UncachedTokens })
+	r.RequestImbalance = imbalance(r.Engines, func(w EngineWork) int { return w.Requests })
+}
+
+// imbalance is the largest of one measure over engines, over its mean.
+func imbalance(engines map[string]EngineWork, measure func(EngineWork) int) float64 {
+	var top, sum float64
+	for _, w := range engines {
+		v := float64(measure(w))
 		sum += v
-		if v > max {
-			max = v
-		}
+		top = max(top, v)
 	}
-	if sum > 0 {
-		r.Imbalance = max / (sum / float64(len(r.Engines)))
+	if sum == 0 {
+		return 0
 	}
+	return top / (sum / float64(len(engines)))
 }

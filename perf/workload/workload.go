@@ -48,13 +48,13 @@ func Parse(spec string) (*Workload, error) {
 		reqs, err = mooncake(args)
 	case "azure":
 		reqs, err = azure(args)
-	case "shared-prefix", "multi-turn", "agentic":
+	case "shared-prefix", "multi-turn", "agentic", "burst":
 		var p params
 		if p, err = parseParams(args); err == nil {
 			reqs = generate(kind, p)
 		}
 	default:
-		return nil, fmt.Errorf("workload: unknown kind %q (mooncake:PATH, azure:PATH, shared-prefix, multi-turn, agentic)", kind)
+		return nil, fmt.Errorf("workload: unknown kind %q (mooncake:PATH, azure:PATH, shared-prefix, multi-turn, agentic, burst)", kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", spec, err)
@@ -179,7 +179,13 @@ func (p params) get(k string, def float64) float64 {
 //     answer each turn, with think time between turns
 //     (sessions, turns, system, user, output, think, rate, seed);
 //   - agentic: tool loops appending a tool result and calling again
-//     (agents, steps, system, result, output, think, rate, seed).
+//     (agents, steps, system, result, output, think, rate, seed);
+//   - burst: a hot prefix, then many requests sharing it at the same
+//     instant, the herding test of replicated routers: per burst one
+//     request warms one engine's cache, and warm seconds later n requests
+//     (prefix + their own suffix) arrive at once; bursts repeat every gap
+//     seconds with a new prefix (bursts, prefix, suffix, n, warm, gap,
+//     output, seed).
 func generate(kind string, p params) []Request {
 	rng := rand.New(rand.NewPCG(uint64(p.get("seed", 1)), 7))
 	randTokens := func(n int) []uint32 {
@@ -205,6 +211,21 @@ func generate(kind string, p params) []Request {
 			prompt := append(append([]uint32(nil), prefixes[g]...), randTokens(int(p.get("suffix", 256)))...)
 			out = append(out, Request{At: at, Prompt: prompt, Output: int(p.get("output", 64)),
 				Session: fmt.Sprintf("g%d-%d", g, i)})
+		}
+	case "burst":
+		at := time.Duration(0)
+		for b := range int(p.get("bursts", 1)) {
+			prefix := randTokens(int(p.get("prefix", 2048)))
+			req := func(at time.Duration, i int) Request {
+				prompt := append(append([]uint32(nil), prefix...), randTokens(int(p.get("suffix", 1024)))...)
+				return Request{At: at, Prompt: prompt, Output: int(p.get("output", 32)), Session: fmt.Sprintf("burst%d-%d", b, i)}
+			}
+			out = append(out, req(at, -1))
+			hit := at + time.Duration(p.get("warm", 1)*float64(time.Second))
+			for i := range int(p.get("n", 64)) {
+				out = append(out, req(hit, i))
+			}
+			at = hit + time.Duration(p.get("gap", 3)*float64(time.Second))
 		}
 	case "multi-turn", "agentic":
 		units, steps := "sessions", "turns"

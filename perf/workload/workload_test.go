@@ -75,6 +75,7 @@ func TestGenerators(t *testing.T) {
 		"shared-prefix:groups=3,prefix=100,suffix=10,n=30,rate=10,seed=5",
 		"multi-turn:sessions=4,turns=5,system=50,user=10,output=8,think=1,rate=2,seed=5",
 		"agentic:agents=3,steps=4,system=40,result=20,output=5,think=0.5,rate=1,seed=5",
+		"burst:bursts=2,prefix=64,suffix=16,n=8,warm=1,gap=2,seed=5",
 	} {
 		a, err := Parse(spec)
 		if err != nil {
@@ -89,6 +90,11 @@ func TestGenerators(t *testing.T) {
 	r := mt.Requests
 	if len(r) != 3 || !slices.Equal(r[1].Prompt[:len(r[0].Prompt)], r[0].Prompt) || len(r[2].Prompt) != len(r[1].Prompt)+8+10 {
 		t.Fatal("a conversation's history must grow by the answer and the next turn")
+	}
+	bu, _ := Parse("burst:bursts=2,prefix=64,suffix=16,n=8,warm=1,gap=2")
+	if r := bu.Requests; len(r) != 18 || r[1].At != time.Second || r[8].At != r[1].At || r[10].At != 4*time.Second ||
+		!slices.Equal(r[0].Prompt[:64], r[8].Prompt[:64]) || slices.Equal(r[0].Prompt[:64], r[9].Prompt[:64]) {
+		t.Fatal("burst: a warm-up then n at once sharing its prefix, per burst, gap seconds apart")
 	}
 	if _, err := Parse("nonsense:1"); err == nil {
 		t.Fatal("unknown kind accepted")
