@@ -34,7 +34,17 @@ func (s *source) reserve(e int, prefill int64) {
 	defer s.mu.Unlock()
 	s.loads[e].Prefill += prefill
 	s.loads[e].Requests++
-	s.ring.Reserve(e, prefill)
+	s.ring.Reserve(e, Load{Prefill: prefill, Requests: 1})
+}
+
+// release ends a request of engine e before its first token, as the
+// router's Done does, and broadcasts it.
+func (s *source) release(e int, prefill int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loads[e].Prefill -= prefill
+	s.loads[e].Requests--
+	s.ring.Reserve(e, Load{Prefill: -prefill, Requests: -1})
 }
 
 func (s *source) get() []Load {

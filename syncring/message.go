@@ -57,11 +57,12 @@ type chunk struct {
 	Values []int64 // decoded (delta undone by the receiving link)
 }
 
-// reservation is one routing decision of the sender.
+// reservation is one change of the sender's load on an engine: a routing
+// decision (prefill and a request added), a first token (prefill moved to
+// decode) or a request's end (released).
 type reservation struct {
-	Engine   uint32
-	Prefill  int64
-	Requests int64
+	Engine uint32
+	Load
 }
 
 // reserveBatch is the reservations a sender made in one millisecond. Tag is
@@ -119,6 +120,7 @@ func appendReserve(b []byte, epoch uint64, r *reserveBatch) []byte {
 	for _, it := range r.Items {
 		b = binary.AppendUvarint(b, uint64(it.Engine))
 		b = binary.AppendVarint(b, it.Prefill)
+		b = binary.AppendVarint(b, it.Decode)
 		b = binary.AppendVarint(b, it.Requests)
 	}
 	return b
@@ -242,11 +244,11 @@ func decodeMessage(body []byte, m *message, base func(c *chunk, n int) []int64) 
 	case kindReserve:
 		r := &m.Reserve
 		r.Tag = d.u64()
-		n := d.count(maxReserveItems, 3)
+		n := d.count(maxReserveItems, 4)
 		r.Items = r.Items[:0]
 		for range n {
 			e := d.uvarint()
-			it := reservation{Engine: uint32(e), Prefill: d.varint(), Requests: d.varint()}
+			it := reservation{Engine: uint32(e), Load: Load{Prefill: d.varint(), Decode: d.varint(), Requests: d.varint()}}
 			if e > 1<<31 {
 				d.err = errMalformed
 			}

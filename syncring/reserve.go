@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// BroadcastDelay is how long reservations wait to share one message.
+// BroadcastDelay bounds how often a replica broadcasts reservations: a
+// reservation goes out at once when none went out within the delay, else
+// it waits for the others of that millisecond to share one message.
 const BroadcastDelay = time.Millisecond
 
 // reserver batches this replica's reservations and broadcasts them.
@@ -14,17 +16,20 @@ type reserver struct {
 	mu      sync.Mutex
 	batch   reserveBatch
 	timer   *time.Timer
+	armed   bool      // timer pending
+	last    time.Time // last broadcast
 	stopped bool
 }
 
 func (b *reserver) init(r *Ring) { b.r = r }
 
 // Reserve tells the other replicas at once (within BroadcastDelay) that
-// this replica has just sent engine (an index into Config.Engines) a
-// request with prefill uncached prompt tokens. Call it while the local
-// reservation is excluded from LoadSource.ReadLoad (under the same lock),
-// so that the peers can tell exactly which round includes it.
-func (r *Ring) Reserve(engine int, prefill int64) {
+// this replica's load on engine (an index into Config.Engines) has just
+// changed by d: a routing decision's reservation (prefill tokens and one
+// request), a first token (prefill moved to decode), a request's end. Call
+// it while the change is excluded from LoadSource.ReadLoad (under the same
+// lock), so that the peers can tell exactly which round includes it.
+func (r *Ring) Reserve(engine int, d Load) {
 	if r.cfg.NoBroadcast || engine < 0 || engine >= len(r.cfg.Engines) {
 		return
 	}
@@ -39,17 +44,27 @@ func (r *Ring) Reserve(engine int, prefill int64) {
 		b.flushLocked() // a snapshot came between: keep tags exact
 	}
 	b.batch.Tag = tag
-	b.batch.Items = append(b.batch.Items, reservation{Engine: uint32(r.pos(engine)), Prefill: prefill, Requests: 1})
+	b.batch.Items = append(b.batch.Items, reservation{Engine: uint32(r.pos(engine)), Load: d})
+	if b.armed {
+		return // the pending flush takes it
+	}
+	wait := BroadcastDelay - time.Since(b.last)
+	if wait <= 0 {
+		b.flushLocked() // quiet until now: no reason to wait
+		return
+	}
+	b.armed = true
 	if b.timer == nil {
-		b.timer = time.AfterFunc(BroadcastDelay, b.flush)
-	} else if len(b.batch.Items) == 1 {
-		b.timer.Reset(BroadcastDelay)
+		b.timer = time.AfterFunc(wait, b.flush)
+	} else {
+		b.timer.Reset(wait)
 	}
 }
 
 func (b *reserver) flush() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.armed = false
 	b.flushLocked()
 }
 
@@ -57,6 +72,7 @@ func (b *reserver) flushLocked() {
 	if len(b.batch.Items) == 0 || b.stopped {
 		return
 	}
+	b.last = time.Now()
 	body := appendReserve(nil, b.r.epochID.Load(), &b.batch)
 	b.batch.Items = b.batch.Items[:0]
 	for _, l := range *b.r.links.Load() {
@@ -90,8 +106,7 @@ func (s *loopState) addPending(p *peer, b reserveBatch) {
 	b.Items = append([]reservation(nil), b.Items...)
 	p.pending = append(p.pending, b)
 	for _, it := range b.Items {
-		s.pendingSum[int(it.Engine)*loadValues] += it.Prefill
-		s.pendingSum[int(it.Engine)*loadValues+2] += it.Requests
+		s.addLoad(it.Engine, it.Load, 1)
 	}
 	s.publishView()
 }
@@ -108,10 +123,17 @@ func (s *loopState) dropPending(p *peer, snap uint64) {
 			break // tags only grow
 		}
 		for _, it := range b.Items {
-			s.pendingSum[int(it.Engine)*loadValues] -= it.Prefill
-			s.pendingSum[int(it.Engine)*loadValues+2] -= it.Requests
+			s.addLoad(it.Engine, it.Load, -1)
 		}
 		n++
 	}
 	p.pending = p.pending[n:]
+}
+
+// addLoad adds sign x l to the pending sum of an engine.
+func (s *loopState) addLoad(engine uint32, l Load, sign int64) {
+	i := int(engine) * loadValues
+	s.pendingSum[i] += sign * l.Prefill
+	s.pendingSum[i+1] += sign * l.Decode
+	s.pendingSum[i+2] += sign * l.Requests
 }

@@ -62,6 +62,10 @@ func TestReservationBroadcast(t *testing.T) {
 	eventually(t, "reservation seen by the peer", func() bool {
 		return b.ring.PeerLoad()[4] == Load{Prefill: 520, Requests: 2}
 	})
+	a.src.release(4, 500)
+	eventually(t, "release seen by the peer", func() bool {
+		return b.ring.PeerLoad()[4] == Load{Prefill: 20, Requests: 1}
+	})
 
 }
 
@@ -73,6 +77,9 @@ func TestReservationsReconciled(t *testing.T) {
 	converged(t, rs, "rounds running")
 	for i := range 60 {
 		rs[i%3].src.reserve(i%len(testEngines), int64(10+i))
+		if i%4 == 0 {
+			rs[i%3].src.release(i%len(testEngines), int64(10+i))
+		}
 	}
 	converged(t, rs, "after 60 reservations")
 	for _, r := range rs {

@@ -16,10 +16,10 @@ type fakeFleet struct {
 
 func (f *fakeFleet) PeerLoad() []syncring.Load { return f.peers }
 
-func (f *fakeFleet) Reserve(engine int, prefill int64) {
+func (f *fakeFleet) Reserve(engine int, d syncring.Load) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reserved[engine] += prefill
+	f.reserved[engine] += d.Prefill
 }
 
 // TestFleetLoadSteersRouting: the peers' load counts like this router's own

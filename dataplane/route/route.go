@@ -112,10 +112,10 @@ type Router struct {
 
 // Fleet is the rest of the fleet of kvgate replicas (a syncring.Ring): their
 // load on every engine, indexed like the pool's engines, and the broadcast
-// of this replica's reservations.
+// of this replica's load changes (reservations, first tokens, releases).
 type Fleet interface {
 	PeerLoad() []syncring.Load
-	Reserve(engine int, prefill int64)
+	Reserve(engine int, delta syncring.Load)
 }
 
 // Load is the work a router has sent to an engine and not yet seen finish.
@@ -184,11 +184,17 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	l := r.loadOf(d.Engine)
 	l.PrefillTokens += prefill
 	l.Requests++
-	if r.fleet != nil {
-		r.fleet.Reserve(r.pos[d.Engine], prefill) // under mu: see ReadLoad
-	}
+	r.broadcast(d.Engine, syncring.Load{Prefill: prefill, Requests: 1})
 	r.mu.Unlock()
 	return d, nil
+}
+
+// broadcast tells the fleet of a change of this router's load on e. Call it
+// under mu, with the change: ReadLoad's mark must see both or neither.
+func (r *Router) broadcast(e *engine.Engine, delta syncring.Load) {
+	if r.fleet != nil {
+		r.fleet.Reserve(r.pos[e], delta)
+	}
 }
 
 // SetFleet makes routing count the other replicas' load. Call it before
@@ -460,10 +466,12 @@ func (d *Decision) FirstToken() {
 	if d.first.Swap(true) || d.done.Load() {
 		return
 	}
+	prefill := int64(d.prompt - d.PredictedCached)
 	d.r.mu.Lock()
 	l := d.r.loadOf(d.Engine)
-	l.PrefillTokens -= int64(d.prompt - d.PredictedCached)
+	l.PrefillTokens -= prefill
 	l.DecodeTokens += int64(d.prompt)
+	d.r.broadcast(d.Engine, syncring.Load{Prefill: -prefill, Decode: int64(d.prompt)})
 	d.r.mu.Unlock()
 }
 
@@ -486,11 +494,15 @@ func (d *Decision) Done() {
 	}
 	d.r.mu.Lock()
 	l := d.r.loadOf(d.Engine)
+	delta := syncring.Load{Requests: -1}
 	if d.first.Load() {
-		l.DecodeTokens -= int64(d.prompt) + d.generated
+		delta.Decode = -(int64(d.prompt) + d.generated)
 	} else {
-		l.PrefillTokens -= int64(d.prompt - d.PredictedCached)
+		delta.Prefill = -int64(d.prompt - d.PredictedCached)
 	}
+	l.PrefillTokens += delta.Prefill
+	l.DecodeTokens += delta.Decode
 	l.Requests--
+	d.r.broadcast(d.Engine, delta)
 	d.r.mu.Unlock()
 }

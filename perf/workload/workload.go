@@ -183,9 +183,9 @@ func (p params) get(k string, def float64) float64 {
 //   - burst: a hot prefix, then many requests sharing it at the same
 //     instant, the herding test of replicated routers: per burst one
 //     request warms one engine's cache, and warm seconds later n requests
-//     (prefix + their own suffix) arrive at once; bursts repeat every gap
-//     seconds with a new prefix (bursts, prefix, suffix, n, warm, gap,
-//     output, seed).
+//     (prefix + their own suffix) arrive at once, or evenly over spread
+//     seconds; bursts repeat every gap seconds with a new prefix (bursts,
+//     prefix, suffix, n, warm, spread, gap, output, seed).
 func generate(kind string, p params) []Request {
 	rng := rand.New(rand.NewPCG(uint64(p.get("seed", 1)), 7))
 	randTokens := func(n int) []uint32 {
@@ -222,8 +222,9 @@ func generate(kind string, p params) []Request {
 			}
 			out = append(out, req(at, -1))
 			hit := at + time.Duration(p.get("warm", 1)*float64(time.Second))
-			for i := range int(p.get("n", 64)) {
-				out = append(out, req(hit, i))
+			n, spread := int(p.get("n", 64)), time.Duration(p.get("spread", 0)*float64(time.Second))
+			for i := range n {
+				out = append(out, req(hit+spread*time.Duration(i)/time.Duration(n), i))
 			}
 			at = hit + time.Duration(p.get("gap", 3)*float64(time.Second))
 		}
