@@ -16,11 +16,14 @@
 // (a peer died mid-round) is abandoned after RoundTimeout or at the epoch
 // change; the previous view stays in use.
 //
-// Between rounds, every routing decision's reservation is broadcast within
-// a millisecond, so replicas do not herd onto one engine for a whole round.
-// A reservation carries the number of the sender's next own-load snapshot;
-// every round also sums each member's snapshot number, so a receiver drops
-// exactly the reservations the round already counts: none is counted twice.
+// Between rounds, every change of a replica's load (a routing decision's
+// reservation, a first token, a release) is broadcast at once, or batched
+// with the rest of its millisecond under load, so replicas do not herd
+// onto one engine for a whole round and do not avoid one that has just
+// freed up. A change carries the number of the sender's next own-load
+// snapshot; every round also sums each member's snapshot number, so a
+// receiver drops exactly the changes the round already counts: none is
+// counted twice.
 //
 // Guarantees: PeerLoad never blocks (an atomic pointer swapped by the ring
 // loop); the loop never waits on the network (each peer has a writer

@@ -126,6 +126,29 @@ var errConfig = errors.New("syncring: configuration")
 
 // Start listens on cfg.Listen and joins the ring.
 func Start(cfg Config) (*Ring, error) {
+	r, err := newRing(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln := r.cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", r.cfg.Listen); err != nil {
+			return nil, fmt.Errorf("syncring: ring listener: %w", err)
+		}
+	}
+	r.ln = ln
+	ctx := r.root
+	r.wg.Add(3)
+	go func() { defer r.wg.Done(); r.acceptLoop(ctx, ln) }()
+	go func() { defer r.wg.Done(); r.resolveLoop(ctx) }()
+	go func() { defer r.wg.Done(); r.run(ctx) }()
+	r.log.Info("ring: joined", "id", r.cfg.ID, "listen", ln.Addr().String(), "peers", r.cfg.Peers,
+		"interval", r.cfg.Interval.String(), "engines", len(r.cfg.Engines))
+	return r, nil
+}
+
+// newRing checks cfg and builds a ring that is not yet listening or running.
+func newRing(cfg Config) (*Ring, error) {
 	def := DefaultConfig()
 	for _, d := range []struct {
 		v   *time.Duration
@@ -159,28 +182,15 @@ func Start(cfg Config) (*Ring, error) {
 		}
 		seen[e] = true
 	}
-	ln := cfg.Listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return nil, fmt.Errorf("syncring: ring listener: %w", err)
-		}
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Ring{cfg: cfg, log: cfg.Logger, incarnation: uint64(time.Now().UnixNano()), engines: engineSetHash(cfg.Engines),
-		ln: ln, root: ctx, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{}}
+		root: ctx, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{}}
 	r.res.init(r)
 	zero := make([]Load, len(cfg.Engines))
 	r.view.Store(&zero)
 	r.links.Store(&[]*link{})
 	r.loop.init(r)
 	r.publishStats()
-	r.wg.Add(3)
-	go func() { defer r.wg.Done(); r.acceptLoop(ctx, ln) }()
-	go func() { defer r.wg.Done(); r.resolveLoop(ctx) }()
-	go func() { defer r.wg.Done(); r.run(ctx) }()
-	r.log.Info("ring: joined", "id", cfg.ID, "listen", ln.Addr().String(), "peers", cfg.Peers,
-		"interval", cfg.Interval.String(), "engines", len(cfg.Engines))
 	return r, nil
 }
 
