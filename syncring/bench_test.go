@@ -39,22 +39,21 @@ func (c *churn) ReadLoad(dst []Load, mark func()) {
 // vector and against all-to-all broadcast of the same vectors. Rounds run
 // on their own clock; the benchmark samples the rounds completed over b.N
 // x 20 ms.
+// B/round counts ring bytes before any frame compression (off by default;
+// BenchmarkChunkCompression says why).
 func BenchmarkRingRound(b *testing.B) {
 	const engines = 256
-	for _, codec := range []wire.Codec{wire.CodecNone, wire.CodecS2} {
-		for _, frac := range []float64{0.1, 1} {
-			for _, n := range []int{2, 4, 8, 16} {
-				if testing.Short() && n > 4 {
-					continue
-				}
-				name := fmt.Sprintf("codec=%d/churn=%g/N=%d", codec, frac, n)
-				b.Run(name, func(b *testing.B) { benchRing(b, n, engines, frac, codec) })
+	for _, frac := range []float64{0.1, 1} {
+		for _, n := range []int{2, 4, 8, 16} {
+			if testing.Short() && n > 4 {
+				continue
 			}
+			b.Run(fmt.Sprintf("churn=%g/N=%d", frac, n), func(b *testing.B) { benchRing(b, n, engines, frac) })
 		}
 	}
 }
 
-func benchRing(b *testing.B, n, engines int, frac float64, codec wire.Codec) {
+func benchRing(b *testing.B, n, engines int, frac float64) {
 	keys := make([]string, engines)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("10.0.%d.%d:9000", i/256, i%256)
@@ -72,7 +71,7 @@ func benchRing(b *testing.B, n, engines int, frac float64, codec wire.Codec) {
 	for i := range n {
 		src := &churn{loads: make([]Load, engines), frac: frac, rng: rand.New(rand.NewPCG(uint64(i), 1))}
 		cfg := DefaultConfig()
-		cfg.ID, cfg.Peers, cfg.Engines, cfg.Source, cfg.Listener, cfg.Codec = fmt.Sprintf("r%02d", i), addrs, keys, src, lns[i], codec
+		cfg.ID, cfg.Peers, cfg.Engines, cfg.Source, cfg.Listener = fmt.Sprintf("r%02d", i), addrs, keys, src, lns[i]
 		r, err := Start(cfg)
 		if err != nil {
 			b.Fatal(err)

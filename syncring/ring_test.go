@@ -2,6 +2,8 @@ package syncring
 
 import (
 	"testing"
+
+	"github.com/kvgate/kvgate/wire"
 )
 
 // TestFiveReplicasConverge: after quiescence every replica's global view is
@@ -122,4 +124,12 @@ func formed(t *testing.T, rs []*replica) {
 		}
 		return true
 	})
+}
+
+// TestCompressedRing: with s2 frames (--ring-compress s2) the ring works alike.
+func TestCompressedRing(t *testing.T) {
+	rs := fleet(t, 3, func(c *Config) { c.Codec = wire.CodecS2 })
+	converged(t, rs, "3 replicas, s2 frames")
+	rs[1].src.reserve(2, 4096)
+	converged(t, rs, "after a reservation")
 }
