@@ -24,8 +24,8 @@ type rank struct {
 }
 
 type snapshotReq struct {
-	c  *conn
-	id uint32
+	conn uint64
+	id   uint32
 }
 
 // poke wakes the loop if it waits for work.
@@ -45,9 +45,9 @@ func (rk *rank) load() wire.Load {
 	return l
 }
 
-func (rk *rank) requestSnapshot(c *conn, id uint32) {
+func (rk *rank) requestSnapshot(conn uint64, id uint32) {
 	rk.mu.Lock()
-	rk.snaps = append(rk.snaps, snapshotReq{c: c, id: id})
+	rk.snaps = append(rk.snaps, snapshotReq{conn: conn, id: id})
 	rk.mu.Unlock()
 	rk.poke()
 }
@@ -86,7 +86,7 @@ func (rk *rank) run(ctx context.Context) {
 			rk.seq++
 			seq := rk.seq
 			rk.mu.Unlock()
-			rk.srv.broadcast(&wire.KVEvents{Seq: seq, TimestampNano: time.Now().UnixNano(), DPRank: uint16(rk.id), Events: wireEvents(res.Events)})
+			rk.srv.srv.Broadcast(&wire.KVEvents{Seq: seq, TimestampNano: time.Now().UnixNano(), DPRank: uint16(rk.id), Events: wireEvents(res.Events)})
 		}
 		rk.srv.deliver(res.Outputs)
 	}
@@ -99,6 +99,7 @@ func (rk *rank) serveSnapshots() {
 	}
 	evs := wireEvents(rk.core.Snapshot())
 	for _, req := range rk.snaps {
+		var frames []wire.Message
 		chunk := uint32(0)
 		for start := 0; ; {
 			end, n := start, 0
@@ -106,16 +107,14 @@ func (rk *rank) serveSnapshots() {
 				n += evs[end].Hashes.Len()
 				end++
 			}
-			m := wire.Snapshot{SnapshotID: req.id, Chunk: chunk, Last: end == len(evs), Seq: rk.seq, DPRank: uint16(rk.id), Events: evs[start:end]}
-			if err := req.c.wc.Queue(0, &m); err != nil {
-				break
-			}
+			m := &wire.Snapshot{SnapshotID: req.id, Chunk: chunk, Last: end == len(evs), Seq: rk.seq, DPRank: uint16(rk.id), Events: evs[start:end]}
+			frames = append(frames, m)
 			if m.Last {
 				break
 			}
 			start, chunk = end, chunk+1
 		}
-		_ = req.c.wc.Flush()
+		_ = rk.srv.srv.SendTo(req.conn, frames...)
 	}
 	rk.snaps = nil
 }
