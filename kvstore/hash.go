@@ -242,3 +242,32 @@ var littleEndian = func() bool {
 	x := uint16(1)
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
+
+// Chain appends the hashes of the full blocks of tokens that continue a
+// chain whose last block hashed to parent (hasParent false: they start a
+// prompt, as Hash). An engine that reports stored blocks with their tokens
+// and their parent (vLLM's BlockStored) can be translated to this scheme
+// block by block. Multimodal items are refused: their offsets are prompt
+// positions, unknown here.
+func (h *Hasher) Chain(dst []uint64, parent uint64, hasParent bool, tokens []uint32, keys *Keys) ([]uint64, error) {
+	if keys != nil && len(keys.MM) > 0 {
+		return dst, fmt.Errorf("%w: multimodal items in a chained continuation", ErrBadKeys)
+	}
+	if !hasParent {
+		hs, err := h.Hash(nil, tokens, keys)
+		return append(dst, hs...), err
+	}
+	// Block 0's tokens are never read when hashing resumes at block 1, and
+	// the salt only enters block 0: continue after a placeholder block.
+	buf := make([]byte, 4*(h.blockSize+len(tokens)))
+	copy(buf[4*h.blockSize:], uint32Bytes(tokens))
+	var cont *Keys
+	if keys != nil && keys.LoRAID != 0 {
+		cont = &Keys{LoRAID: keys.LoRAID}
+	}
+	hs, err := h.ExtendLE([]uint64{parent}, buf, cont)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, hs[1:]...), nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,5 +185,34 @@ func TestHashNoAllocs(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(20, func() { dst, _ = h.Hash(dst, toks, keys) }); a != 0 {
 		t.Errorf("keyed: %v allocs", a)
+	}
+}
+
+// TestChain: hashing a prompt in pieces, each continuing from the last
+// hash of the previous piece, gives the hashes of hashing it whole, with
+// and without LoRA and salt.
+func TestChain(t *testing.T) {
+	h, err := NewHasher(HashConfig{BlockSize: 4, Seed: 9, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := make([]uint32, 40)
+	for i := range tokens {
+		tokens[i] = uint32(i * 7)
+	}
+	for _, keys := range []*Keys{nil, {LoRAID: 3}, {CacheSalt: []byte("tenant")}, {LoRAID: 2, CacheSalt: []byte("x")}} {
+		whole, _ := h.Hash(nil, tokens, keys)
+		got, err := h.Chain(nil, 0, false, tokens[:12], keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ = h.Chain(got, got[len(got)-1], true, tokens[12:20], keys)
+		got, _ = h.Chain(got, got[len(got)-1], true, tokens[20:], keys)
+		if !slices.Equal(got, whole) {
+			t.Fatalf("keys %+v: chained %x, whole %x", keys, got, whole)
+		}
+	}
+	if _, err := h.Chain(nil, 1, true, tokens, &Keys{MM: []MMItem{{Hash: 1, Offset: 0, Length: 4}}}); err == nil {
+		t.Fatal("multimodal continuation accepted")
 	}
 }
