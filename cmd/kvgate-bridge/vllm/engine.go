@@ -1,0 +1,259 @@
+package vllm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/kvgate/kvgate/wire"
+	"github.com/kvgate/kvgate/wire/serve"
+)
+
+// Engine drives an OpenAI-compatible engine over HTTP as a wire-protocol
+// backend: a GENERATE becomes a streaming /v1/completions call whose prompt
+// is the token ids (the engine does not tokenize) and that asks for the
+// generated tokens as ids; each streamed chunk becomes a TOKENS frame;
+// CANCEL aborts the HTTP request.
+type Engine struct {
+	URL    string // base URL, e.g. http://127.0.0.1:8000
+	Model  string
+	LoRAs  map[uint32]string // wire LoRA id -> adapter name (the model to request)
+	Client *http.Client
+	Log    *slog.Logger
+	Out    *serve.Server // where TOKENS go; set before serving
+
+	mu   sync.Mutex
+	reqs map[serve.Key]context.CancelFunc
+}
+
+// completionRequest is the body sent to the engine.
+type completionRequest struct {
+	Model          string         `json:"model"`
+	Prompt         []uint32       `json:"prompt"`
+	MaxTokens      uint32         `json:"max_tokens"`
+	Temperature    float32        `json:"temperature"`
+	TopP           float32        `json:"top_p,omitempty"`
+	TopK           int32          `json:"top_k,omitempty"`
+	Seed           *uint64        `json:"seed,omitempty"`
+	StopTokenIDs   []uint32       `json:"stop_token_ids,omitempty"`
+	IgnoreEOS      bool           `json:"ignore_eos,omitempty"`
+	CacheSalt      string         `json:"cache_salt,omitempty"`
+	Priority       int32          `json:"priority,omitempty"`
+	Stream         bool           `json:"stream"`
+	StreamOptions  map[string]any `json:"stream_options"`
+	ReturnTokenIDs bool           `json:"return_token_ids"`
+	RequestID      string         `json:"request_id,omitempty"`
+}
+
+// chunk is one streamed completion chunk (the fields the bridge reads).
+type chunk struct {
+	Choices []struct {
+		TokenIDs     []uint32 `json:"token_ids"`
+		FinishReason *string  `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        uint32 `json:"prompt_tokens"`
+		CompletionTokens    uint32 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens uint32 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+}
+
+func (e *Engine) model(lora uint32) (string, error) {
+	if lora == 0 {
+		return e.Model, nil
+	}
+	if name, ok := e.LoRAs[lora]; ok {
+		return name, nil
+	}
+	return "", &serve.StreamError{Code: wire.CodeUnknownLoRA, Message: fmt.Sprintf("LoRA adapter %d not served", lora)}
+}
+
+// Generate implements serve.Backend.
+func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
+	if string(g.Model) != e.Model {
+		return &serve.StreamError{Code: wire.CodeUnknownModel, Message: "model " + string(g.Model) + " is not served here"}
+	}
+	if g.MMItems.Len() > 0 || len(g.Guided) > 0 || len(g.KVTransfer) > 0 {
+		return &serve.StreamError{Code: wire.CodeBadRequest, Message: "the bridge forwards token prompts only (no multimodal items, guided output or KV transfer)"}
+	}
+	model, err := e.model(g.LoRAID)
+	if err != nil {
+		return err
+	}
+	body := completionRequest{Model: model, Prompt: g.Prompt.AppendTo(nil), MaxTokens: g.MaxTokens, Temperature: g.Temperature,
+		TopP: g.TopP, TopK: g.TopK, StopTokenIDs: g.StopTokens.AppendTo(nil), IgnoreEOS: g.Flags&wire.GenIgnoreEOS != 0,
+		CacheSalt: string(g.CacheSalt), Priority: g.Priority, Stream: true, ReturnTokenIDs: true, RequestID: string(g.RequestID),
+		StreamOptions: map[string]any{"include_usage": true, "continuous_usage_stats": true}}
+	if g.Flags&wire.GenHasSeed != 0 {
+		seed := g.Seed
+		body.Seed = &seed
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.mu.Lock()
+	if e.reqs == nil {
+		e.reqs = map[serve.Key]context.CancelFunc{}
+	}
+	e.reqs[k] = cancel
+	e.mu.Unlock()
+	go e.run(ctx, k, &body)
+	return nil
+}
+
+// Cancel implements serve.Backend.
+func (e *Engine) Cancel(k serve.Key) {
+	e.mu.Lock()
+	cancel := e.reqs[k]
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Idle implements serve.Backend.
+func (e *Engine) Idle() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.reqs) == 0
+}
+
+func (e *Engine) done(k serve.Key) {
+	e.mu.Lock()
+	if cancel := e.reqs[k]; cancel != nil {
+		cancel()
+	}
+	delete(e.reqs, k)
+	e.mu.Unlock()
+}
+
+// run streams one completion and relays it.
+func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) {
+	defer e.done(k)
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, "POST", e.URL+"/v1/completions", bytes.NewReader(b))
+	if err != nil {
+		e.Out.Fail(k, wire.CodeStreamFailed, err.Error())
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		e.end(ctx, k, wire.CodeStreamFailed, "engine: "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		e.Out.Fail(k, codeOfStatus(resp.StatusCode), fmt.Sprintf("engine answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
+		return
+	}
+	s := relay{e: e, k: k}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("data:")) {
+			continue
+		}
+		data := bytes.TrimSpace(line[5:])
+		if string(data) == "[DONE]" {
+			s.finish()
+			return
+		}
+		var c chunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			e.Out.Fail(k, wire.CodeStreamFailed, "engine sent a malformed chunk: "+err.Error())
+			return
+		}
+		s.chunk(&c)
+	}
+	err = sc.Err()
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	e.end(ctx, k, wire.CodeStreamFailed, "engine stream ended without [DONE]: "+err.Error())
+}
+
+// end closes a stream that broke: cancelled by the router (a last frame
+// saying so) or failed by the engine.
+func (e *Engine) end(ctx context.Context, k serve.Key, code wire.ErrorCode, msg string) {
+	if ctx.Err() != nil {
+		e.Out.Deliver([]serve.Tokens{{Key: k, Msg: wire.TokensMsg{Flags: wire.TokLast, Finish: wire.FinishCancelled}}})
+		return
+	}
+	e.Out.Fail(k, code, msg)
+}
+
+// relay turns chunks into TOKENS frames.
+type relay struct {
+	e                  *Engine
+	k                  serve.Key
+	sentFirst          bool
+	reason             string
+	prompt, completion uint32
+	cached             uint32
+}
+
+func (s *relay) chunk(c *chunk) {
+	if c.Usage != nil {
+		s.prompt, s.completion = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		if d := c.Usage.PromptTokensDetails; d != nil {
+			s.cached = d.CachedTokens
+		}
+	}
+	var ids []uint32
+	for _, ch := range c.Choices {
+		ids = append(ids, ch.TokenIDs...)
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.reason = *ch.FinishReason
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	m := wire.TokensMsg{Tokens: wire.TokensOf(ids)}
+	if !s.sentFirst {
+		m.Flags, m.CachedTokens, s.sentFirst = wire.TokFirst, s.cached, true
+	}
+	s.e.Out.Deliver([]serve.Tokens{{Key: s.k, Msg: m}})
+}
+
+// finish sends the last frame: finish reason and usage.
+func (s *relay) finish() {
+	m := wire.TokensMsg{Flags: wire.TokLast, Finish: finishOf(s.reason), PromptTokens: s.prompt, CompletionTokens: s.completion}
+	if !s.sentFirst {
+		m.Flags |= wire.TokFirst
+		m.CachedTokens = s.cached
+	}
+	s.e.Out.Deliver([]serve.Tokens{{Key: s.k, Msg: m}})
+}
+
+func finishOf(reason string) wire.FinishReason {
+	switch strings.ToLower(reason) {
+	case "length":
+		return wire.FinishLength
+	case "abort":
+		return wire.FinishAbort
+	}
+	return wire.FinishStop
+}
+
+func codeOfStatus(status int) wire.ErrorCode {
+	switch {
+	case status == http.StatusNotFound:
+		return wire.CodeUnknownModel
+	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
+		return wire.CodeOverloaded
+	case status >= 400 && status < 500:
+		return wire.CodeBadRequest
+	}
+	return wire.CodeStreamFailed
+}

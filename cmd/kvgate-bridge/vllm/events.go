@@ -1,0 +1,278 @@
+// Package vllm speaks what an unmodified vLLM (or SGLang) engine speaks:
+// its KV cache events (msgpack over ZMQ, in both encodings vLLM has used),
+// its streaming OpenAI completions API with token ids, and its Prometheus
+// metrics. kvgate-bridge turns them into the kvgate wire protocol.
+//
+// The event schema follows vllm/distributed/kv_events.py (vllm-project/vllm
+// at commit 0181ea3173e53eea8cf04a86891488e3dc89bb34): a KVEventBatch is
+// (ts, events, data_parallel_rank); events are tagged BlockStored,
+// BlockRemoved and AllBlocksCleared. Older vLLM encodes batches and events
+// as positional arrays (msgspec array_like, the tag first); newer vLLM as
+// maps, events carrying their tag under "type". Block hashes are integers
+// in older versions and bytes in newer ones.
+package vllm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// EventKind is a vLLM KV cache event type.
+type EventKind uint8
+
+// Event kinds, by their msgspec tag.
+const (
+	BlockStored EventKind = iota + 1
+	BlockRemoved
+	AllBlocksCleared
+)
+
+// Hash is an engine block hash, whatever its encoding: an integer is kept
+// as its 8 big-endian bytes prefixed with 'i', bytes with 'b', so the two
+// never collide and either works as a map key.
+type Hash string
+
+// Event is one decoded vLLM KV cache event.
+type Event struct {
+	Kind        EventKind
+	BlockHashes []Hash
+	Parent      Hash // "" when the chain starts at the prompt
+	TokenIDs    []uint32
+	BlockSize   int
+	LoRAID      int // 0: none
+	LoRAName    string
+	Medium      string // "GPU", "CPU", ... ("" means GPU)
+	// ExtraKeys holds, per block, whether vLLM hashed it with extra keys
+	// (multimodal items, cache salt, prompt embeddings).
+	ExtraKeys []bool
+	GroupIdx  int
+}
+
+// Batch is one KVEventBatch.
+type Batch struct {
+	TS      float64
+	Events  []Event
+	DPRank  int
+	HasRank bool
+}
+
+var errSchema = errors.New("vllm: KV event batch does not match the schema")
+
+// DecodeBatch decodes a msgpack KVEventBatch in either encoding.
+func DecodeBatch(payload []byte) (*Batch, error) {
+	d := msgpack.NewDecoder(bytes.NewReader(payload))
+	d.SetMapDecoder(func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() })
+	v, err := d.DecodeInterface()
+	if err != nil {
+		return nil, fmt.Errorf("vllm: decoding msgpack: %w", err)
+	}
+	var b Batch
+	var events []any
+	switch t := v.(type) {
+	case []any: // [ts, events, data_parallel_rank?]
+		if len(t) < 2 || len(t) > 3 {
+			return nil, fmt.Errorf("%w: batch array of %d fields", errSchema, len(t))
+		}
+		b.TS, _ = number(t[0])
+		if events, _ = t[1].([]any); events == nil && t[1] != nil {
+			return nil, fmt.Errorf("%w: events is %T", errSchema, t[1])
+		}
+		if len(t) == 3 && t[2] != nil {
+			b.DPRank, b.HasRank = intOf(t[2])
+		}
+	case map[any]any:
+		b.TS, _ = number(t["ts"])
+		if events, _ = t["events"].([]any); events == nil && t["events"] != nil {
+			return nil, fmt.Errorf("%w: events is %T", errSchema, t["events"])
+		}
+		if r, ok := t["data_parallel_rank"]; ok && r != nil {
+			b.DPRank, b.HasRank = intOf(r)
+		}
+	default:
+		return nil, fmt.Errorf("%w: batch is %T", errSchema, v)
+	}
+	for i, raw := range events {
+		ev, err := decodeEvent(raw)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		b.Events = append(b.Events, ev)
+	}
+	return &b, nil
+}
+
+// Field order of the positional encodings (after the tag), as declared in
+// kv_events.py; older versions simply end earlier.
+var (
+	storedFields  = []string{"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name", "extra_keys", "group_idx"}
+	removedFields = []string{"block_hashes", "medium", "group_idx"}
+)
+
+func decodeEvent(raw any) (Event, error) {
+	var tag string
+	fields := map[string]any{}
+	switch t := raw.(type) {
+	case []any:
+		if len(t) == 0 {
+			return Event{}, fmt.Errorf("%w: empty event", errSchema)
+		}
+		tag, _ = t[0].(string)
+		names := map[string][]string{"BlockStored": storedFields, "BlockRemoved": removedFields}[tag]
+		if len(t)-1 > len(names) && tag != "AllBlocksCleared" {
+			return Event{}, fmt.Errorf("%w: %s with %d fields", errSchema, tag, len(t)-1)
+		}
+		for i, v := range t[1:] {
+			if i < len(names) {
+				fields[names[i]] = v
+			}
+		}
+	case map[any]any:
+		tag, _ = t["type"].(string)
+		for k, v := range t {
+			if ks, ok := k.(string); ok {
+				fields[ks] = v
+			}
+		}
+	default:
+		return Event{}, fmt.Errorf("%w: event is %T", errSchema, raw)
+	}
+	var ev Event
+	var err error
+	switch tag {
+	case "BlockStored":
+		ev.Kind = BlockStored
+		if ev.BlockHashes, err = hashes(fields["block_hashes"]); err != nil {
+			return ev, err
+		}
+		if p := fields["parent_block_hash"]; p != nil {
+			if ev.Parent, err = hashOf(p); err != nil {
+				return ev, err
+			}
+		}
+		if ev.TokenIDs, err = tokens(fields["token_ids"]); err != nil {
+			return ev, err
+		}
+		var ok bool
+		if ev.BlockSize, ok = intOf(fields["block_size"]); !ok || ev.BlockSize <= 0 {
+			return ev, fmt.Errorf("%w: block_size %v", errSchema, fields["block_size"])
+		}
+		if len(ev.TokenIDs) != ev.BlockSize*len(ev.BlockHashes) {
+			return ev, fmt.Errorf("%w: %d token ids for %d blocks of %d", errSchema, len(ev.TokenIDs), len(ev.BlockHashes), ev.BlockSize)
+		}
+		ev.LoRAID, _ = intOf(fields["lora_id"])
+		ev.LoRAName, _ = fields["lora_name"].(string)
+		if ks, ok := fields["extra_keys"].([]any); ok {
+			for _, k := range ks {
+				ev.ExtraKeys = append(ev.ExtraKeys, k != nil && !emptyList(k))
+			}
+		}
+	case "BlockRemoved":
+		ev.Kind = BlockRemoved
+		if ev.BlockHashes, err = hashes(fields["block_hashes"]); err != nil {
+			return ev, err
+		}
+	case "AllBlocksCleared":
+		ev.Kind = AllBlocksCleared
+	default:
+		return ev, fmt.Errorf("%w: unknown event type %q", errSchema, tag)
+	}
+	ev.Medium, _ = fields["medium"].(string)
+	ev.GroupIdx, _ = intOf(fields["group_idx"])
+	return ev, nil
+}
+
+func emptyList(v any) bool { l, ok := v.([]any); return ok && len(l) == 0 }
+
+func hashes(v any) ([]Hash, error) {
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: block_hashes is %T", errSchema, v)
+	}
+	out := make([]Hash, len(l))
+	for i, x := range l {
+		h, err := hashOf(x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+func hashOf(v any) (Hash, error) {
+	switch t := v.(type) {
+	case []byte:
+		return Hash("b" + string(t)), nil
+	case string: // some encoders send bytes as str
+		return Hash("b" + t), nil
+	}
+	if n, ok := integer(v); ok {
+		var b [9]byte
+		b[0] = 'i'
+		for i := range 8 {
+			b[8-i] = byte(n >> (8 * i))
+		}
+		return Hash(b[:]), nil
+	}
+	return "", fmt.Errorf("%w: block hash is %T", errSchema, v)
+}
+
+func tokens(v any) ([]uint32, error) {
+	l, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: token_ids is %T", errSchema, v)
+	}
+	out := make([]uint32, len(l))
+	for i, x := range l {
+		n, ok := intOf(x)
+		if !ok || n < 0 || n > math.MaxUint32 {
+			return nil, fmt.Errorf("%w: token id %v", errSchema, x)
+		}
+		out[i] = uint32(n)
+	}
+	return out, nil
+}
+
+// integer reads any msgpack integer as its 64 bits (a uint64 block hash
+// above 2^63 stays exact).
+func integer(v any) (uint64, bool) {
+	switch t := v.(type) {
+	case int8:
+		return uint64(t), true
+	case int16:
+		return uint64(t), true
+	case int32:
+		return uint64(t), true
+	case int64:
+		return uint64(t), true
+	case uint8:
+		return uint64(t), true
+	case uint16:
+		return uint64(t), true
+	case uint32:
+		return uint64(t), true
+	case uint64:
+		return t, true
+	}
+	return 0, false
+}
+
+func intOf(v any) (int, bool) {
+	n, ok := integer(v)
+	return int(int64(n)), ok
+}
+
+func number(v any) (float64, bool) {
+	switch t := v.(type) {
+	case float64:
+		return t, true
+	case float32:
+		return float64(t), true
+	}
+	n, ok := integer(v)
+	return float64(int64(n)), ok
+}

@@ -1,0 +1,113 @@
+package vllm_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm/vllmtest"
+)
+
+// readHex reads a testdata vector: hex bytes, # comments.
+func readHex(t *testing.T, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			b.WriteString(strings.ReplaceAll(line, " ", ""))
+		}
+	}
+	out, err := hex.DecodeString(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGoldenBatches: the byte vectors, written by hand from the msgpack
+// spec and msgspec's struct rules, decode to the events they describe, and
+// the fake vLLM's encoder reproduces them byte for byte.
+func TestGoldenBatches(t *testing.T) {
+	cases := []struct {
+		file string
+		enc  vllmtest.Encoding
+		want vllm.Batch
+	}{
+		{"positional_stored.hex", vllmtest.Positional, vllm.Batch{TS: 1.5, HasRank: true, Events: []vllm.Event{{
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2)},
+			TokenIDs: []uint32{10, 11, 12, 13}, BlockSize: 2, Medium: "GPU"}}}},
+		{"positional_stored_v0.hex", -1, vllm.Batch{TS: 2, Events: []vllm.Event{{
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(7)}, Parent: vllmtest.IntHash(3),
+			TokenIDs: []uint32{1, 2}, BlockSize: 2, LoRAID: 5}, {Kind: vllm.AllBlocksCleared}}}},
+		{"tagged_removed.hex", vllmtest.Tagged, vllm.Batch{TS: 1.5, DPRank: 1, HasRank: true, Events: []vllm.Event{{
+			Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.BytesHash([]byte{0xde, 0xad, 0xbe, 0xef})}, Medium: "GPU"}}}},
+	}
+	for _, c := range cases {
+		raw := readHex(t, c.file)
+		got, err := vllm.DecodeBatch(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		if !reflect.DeepEqual(*got, c.want) {
+			t.Fatalf("%s decoded\n%+v\nwant\n%+v", c.file, *got, c.want)
+		}
+		if c.enc >= 0 {
+			if enc := vllmtest.EncodeBatch(c.enc, &c.want); !bytes.Equal(enc, raw) {
+				t.Fatalf("%s: the fake's encoder wrote\n%x\nwant\n%x", c.file, enc, raw)
+			}
+		}
+	}
+}
+
+// TestBothEncodingsRoundTrip: every field the bridge reads survives both
+// encodings, newer optional fields included.
+func TestBothEncodingsRoundTrip(t *testing.T) {
+	b := vllm.Batch{TS: 12.25, DPRank: 3, HasRank: true, Events: []vllm.Event{
+		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.BytesHash([]byte("h1")), vllmtest.BytesHash([]byte("h2"))},
+			Parent: vllmtest.BytesHash([]byte("p")), TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 2, LoRAID: 2,
+			LoRAName: "sql", Medium: "CPU", ExtraKeys: []bool{false, true}, GroupIdx: 1},
+		{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1 << 63)}, Medium: "GPU", GroupIdx: 2},
+		{Kind: vllm.AllBlocksCleared},
+	}}
+	got, err := vllm.DecodeBatch(vllmtest.EncodeBatch(vllmtest.Tagged, &b))
+	if err != nil || !reflect.DeepEqual(*got, b) {
+		t.Fatalf("tagged: %v\n%+v\n%+v", err, got, b)
+	}
+	// The positional encoding predates lora_name, extra_keys and group_idx.
+	old := b
+	old.Events = []vllm.Event{b.Events[0], b.Events[1], b.Events[2]}
+	old.Events[0].LoRAName, old.Events[0].ExtraKeys, old.Events[0].GroupIdx = "", nil, 0
+	old.Events[1].GroupIdx = 0
+	got, err = vllm.DecodeBatch(vllmtest.EncodeBatch(vllmtest.Positional, &old))
+	if err != nil || !reflect.DeepEqual(*got, old) {
+		t.Fatalf("positional: %v\n%+v\n%+v", err, got, old)
+	}
+}
+
+func TestMalformedBatches(t *testing.T) {
+	for _, raw := range [][]byte{
+		{}, {0xc1}, {0x91, 0x01}, {0x92, 0x01, 0x02},
+		vllmtest.EncodeBatch(vllmtest.Tagged, &vllm.Batch{Events: []vllm.Event{{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1)}, TokenIDs: []uint32{1}, BlockSize: 2}}}),
+	} {
+		if _, err := vllm.DecodeBatch(raw); err == nil {
+			t.Fatalf("%x decoded", raw)
+		}
+	}
+}
+
+// FuzzDecodeBatch: arbitrary bytes never panic.
+func FuzzDecodeBatch(f *testing.F) {
+	for _, enc := range []vllmtest.Encoding{vllmtest.Positional, vllmtest.Tagged} {
+		f.Add(vllmtest.EncodeBatch(enc, &vllm.Batch{TS: 1, Events: []vllm.Event{{Kind: vllm.BlockStored,
+			BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, TokenIDs: []uint32{1, 2}, BlockSize: 2}}}))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { _, _ = vllm.DecodeBatch(raw) })
+}

@@ -1,0 +1,93 @@
+package vllm_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm/vllmtest"
+)
+
+// collector records what a Subscriber delivers.
+type collector struct {
+	mu    sync.Mutex
+	seqs  []uint64
+	lost  []string
+	evs   int
+	ready chan struct{}
+}
+
+func (c *collector) batch(seq uint64, b *vllm.Batch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seqs = append(c.seqs, seq)
+	c.evs += len(b.Events)
+}
+
+func (c *collector) snapshot() ([]uint64, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]uint64(nil), c.seqs...), append([]string(nil), c.lost...)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSubscriberGapReplay: batches a subscriber missed are fetched from the
+// replay socket in order; when the replay buffer does not have them, the
+// loss is reported.
+func TestSubscriberGapReplay(t *testing.T) {
+	for _, enc := range []vllmtest.Encoding{vllmtest.Positional, vllmtest.Tagged} {
+		f, err := vllmtest.Start("m", 4, 1000, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		c := &collector{}
+		s := &vllm.Subscriber{Endpoint: f.EventsURL, ReplayEndpoint: f.ReplayURL, Log: slog.New(slog.DiscardHandler),
+			Batch: c.batch, Lost: func(r string) { c.mu.Lock(); c.lost = append(c.lost, r); c.mu.Unlock() }}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = s.Run(ctx) }()
+		// PUB drops what is sent before the subscription lands: publish
+		// until the first batch arrives.
+		for i := 0; ; i++ {
+			f.Serve(prompt(8 + 4*i))
+			if seqs, _ := c.snapshot(); len(seqs) > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		seqs, _ := c.snapshot()
+		first := seqs[0]
+		f.DropNext(2, false)
+		for i := range 4 {
+			f.Serve(prompt(400 + 4*i))
+		}
+		waitFor(t, "gap replayed", func() bool { s, _ := c.snapshot(); return len(s) >= 5 })
+		seqs, lost := c.snapshot()
+		for i, s := range seqs {
+			if s != first+uint64(i) {
+				t.Fatalf("encoding %d: sequence %v after a replayed gap", enc, seqs)
+			}
+		}
+		if len(lost) != 0 || s.Replayed.Load() != 2 {
+			t.Fatalf("encoding %d: lost %v, replayed %d", enc, lost, s.Replayed.Load())
+		}
+		f.DropNext(1, true)
+		f.Serve(prompt(900))
+		f.Serve(prompt(904))
+		waitFor(t, "loss reported", func() bool { _, l := c.snapshot(); return len(l) == 1 })
+	}
+}

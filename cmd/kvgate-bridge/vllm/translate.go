@@ -1,0 +1,244 @@
+package vllm
+
+import (
+	"sync"
+
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// Translator turns an engine's KV events into kvgate wire events. Engine
+// block hashes depend on the engine's own hashing, so it recomputes
+// kvgate's chained hashes from the token ids of every stored block and
+// keeps, per data-parallel rank, the engine hash -> kvgate hash table that
+// translates removals. The table is also the bridge's answer to a router's
+// SNAPSHOT_REQUEST.
+//
+// What it cannot translate it skips and counts: a stored block whose
+// parent it never saw (the bridge started after the engine, or events were
+// lost), blocks vLLM hashed with extra keys (multimodal items, cache salt:
+// the router cannot know them from the block alone), attention groups other
+// than 0 of hybrid models, and tiers it does not know.
+type Translator struct {
+	h     *kvstore.Hasher
+	loras map[string]uint32 // adapter name -> wire LoRA id
+	byID  map[int]uint32    // vLLM's integer lora_id -> wire LoRA id
+
+	mu      sync.Mutex
+	ranks   map[int]map[Hash]*block
+	skipped Skipped
+}
+
+// Skipped counts what could not be translated, by reason.
+type Skipped struct {
+	UnknownParent, ExtraKeys, OtherGroup, UnknownTier, UnknownLoRA, UnknownBlock uint64
+}
+
+type block struct {
+	kv        uint64
+	parent    uint64
+	hasParent bool
+	lora      uint32
+	tiers     uint8 // bit per wire tier
+}
+
+// LoRA names an adapter the engine serves: vLLM's name for it, its integer
+// id in vLLM (older events carry only that), and the id announced to routers.
+type LoRA struct {
+	Name   string
+	VLLMID int
+	WireID uint32
+}
+
+// NewTranslator returns a translator hashing with h.
+func NewTranslator(h *kvstore.Hasher, loras []LoRA) *Translator {
+	t := &Translator{h: h, loras: map[string]uint32{}, byID: map[int]uint32{}, ranks: map[int]map[Hash]*block{}}
+	for _, l := range loras {
+		t.loras[l.Name] = l.WireID
+		if l.VLLMID != 0 {
+			t.byID[l.VLLMID] = l.WireID
+		}
+	}
+	return t
+}
+
+func tierOf(medium string) (wire.Tier, bool) {
+	switch medium {
+	case "", "GPU", "gpu":
+		return wire.TierGPU, true
+	case "CPU", "cpu", "CPU_PINNED":
+		return wire.TierCPU, true
+	case "DISK", "disk", "LOCAL_DISK", "NVME":
+		return wire.TierDisk, true
+	}
+	return 0, false
+}
+
+func (t *Translator) table(rank int) map[Hash]*block {
+	tb := t.ranks[rank]
+	if tb == nil {
+		tb = map[Hash]*block{}
+		t.ranks[rank] = tb
+	}
+	return tb
+}
+
+// Apply translates one batch of a rank into wire events.
+func (t *Translator) Apply(rank int, evs []Event) []wire.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tb := t.table(rank)
+	var out []wire.Event
+	for i := range evs {
+		ev := &evs[i]
+		if ev.GroupIdx != 0 {
+			t.skipped.OtherGroup++
+			continue
+		}
+		switch ev.Kind {
+		case AllBlocksCleared:
+			clear(tb)
+			for tier := range wire.Tier(wire.NumTiers) {
+				out = append(out, wire.Event{Kind: wire.EventCleared, Tier: tier})
+			}
+		case BlockRemoved:
+			tier, ok := tierOf(ev.Medium)
+			if !ok {
+				t.skipped.UnknownTier++
+				continue
+			}
+			var hs []uint64
+			for _, eh := range ev.BlockHashes {
+				b := tb[eh]
+				if b == nil || b.tiers&(1<<tier) == 0 {
+					t.skipped.UnknownBlock++
+					continue
+				}
+				hs = append(hs, b.kv)
+				if b.tiers &^= 1 << tier; b.tiers == 0 {
+					delete(tb, eh)
+				}
+			}
+			if len(hs) > 0 {
+				out = append(out, wire.Event{Kind: wire.EventRemoved, Tier: tier, Hashes: wire.HashesOf(hs)})
+			}
+		case BlockStored:
+			if e, ok := t.stored(tb, ev); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// stored translates one BlockStored: the kvgate hashes chain from the
+// parent's kvgate hash.
+func (t *Translator) stored(tb map[Hash]*block, ev *Event) (wire.Event, bool) {
+	tier, ok := tierOf(ev.Medium)
+	if !ok {
+		t.skipped.UnknownTier++
+		return wire.Event{}, false
+	}
+	var lora uint32
+	switch {
+	case ev.LoRAName != "":
+		if lora, ok = t.loras[ev.LoRAName]; !ok {
+			t.skipped.UnknownLoRA++
+			return wire.Event{}, false
+		}
+	case ev.LoRAID != 0:
+		if lora, ok = t.byID[ev.LoRAID]; !ok {
+			t.skipped.UnknownLoRA++
+			return wire.Event{}, false
+		}
+	}
+	var parent uint64
+	hasParent := ev.Parent != ""
+	if hasParent {
+		p := tb[ev.Parent]
+		if p == nil {
+			t.skipped.UnknownParent += uint64(len(ev.BlockHashes))
+			return wire.Event{}, false
+		}
+		parent = p.kv
+	}
+	n := len(ev.BlockHashes)
+	for i, extra := range ev.ExtraKeys {
+		if extra && i < n {
+			// This block and every later one in the chain depend on keys
+			// the router cannot know from tokens: index the blocks before it.
+			t.skipped.ExtraKeys += uint64(n - i)
+			n = i
+			break
+		}
+	}
+	if n == 0 {
+		return wire.Event{}, false
+	}
+	var keys *kvstore.Keys
+	if lora != 0 {
+		keys = &kvstore.Keys{LoRAID: lora}
+	}
+	kv, err := t.h.Chain(nil, parent, hasParent, ev.TokenIDs[:n*ev.BlockSize], keys)
+	if err != nil || len(kv) != n {
+		t.skipped.UnknownBlock += uint64(n)
+		return wire.Event{}, false
+	}
+	prev, prevOK := parent, hasParent
+	for i, eh := range ev.BlockHashes[:n] {
+		b := tb[eh]
+		if b == nil {
+			b = &block{kv: kv[i], parent: prev, hasParent: prevOK, lora: lora}
+			tb[eh] = b
+		}
+		b.tiers |= 1 << tier
+		prev, prevOK = kv[i], true
+	}
+	return wire.Event{Kind: wire.EventStored, Tier: tier, HasParent: hasParent, Parent: parent, LoRAID: lora,
+		Hashes: wire.HashesOf(kv)}, true
+}
+
+// Reset forgets a rank's blocks (after events were lost for good) and
+// returns the events that tell a router to forget them too.
+func (t *Translator) Reset(rank int) []wire.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.table(rank))
+	out := make([]wire.Event, 0, wire.NumTiers)
+	for tier := range wire.Tier(wire.NumTiers) {
+		out = append(out, wire.Event{Kind: wire.EventCleared, Tier: tier})
+	}
+	return out
+}
+
+// Snapshot returns a rank's blocks as STORED events, one per block, each
+// with its parent (a router applies them in any order it likes; the index
+// is a set of blocks).
+func (t *Translator) Snapshot(rank int) []wire.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []wire.Event
+	for _, b := range t.table(rank) {
+		for tier := range wire.Tier(wire.NumTiers) {
+			if b.tiers&(1<<tier) != 0 {
+				out = append(out, wire.Event{Kind: wire.EventStored, Tier: tier, HasParent: b.hasParent, Parent: b.parent,
+					LoRAID: b.lora, Hashes: wire.HashesOf([]uint64{b.kv})})
+			}
+		}
+	}
+	return out
+}
+
+// Blocks counts a rank's translated blocks.
+func (t *Translator) Blocks(rank int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.ranks[rank])
+}
+
+// Skipped returns the counts of what was not translated.
+func (t *Translator) Skipped() Skipped {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.skipped
+}

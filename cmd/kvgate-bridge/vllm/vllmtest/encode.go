@@ -1,0 +1,201 @@
+// Package vllmtest is a fake vLLM for tests: the streaming completions API
+// with token ids, Prometheus metrics, and a ZMQ KV event publisher with a
+// replay socket, encoding events exactly as vLLM's kv_events.py does with
+// msgspec (vllm-project/vllm at 0181ea3173e53eea8cf04a86891488e3dc89bb34).
+package vllmtest
+
+import (
+	"bytes"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+)
+
+// Encoding is one of the two encodings vLLM has used for event batches.
+type Encoding int
+
+const (
+	// Positional is older vLLM: msgspec array_like structs, the tag as the
+	// first element, integer block hashes.
+	Positional Encoding = iota
+	// Tagged is newer vLLM: structs as maps, events tagged under "type",
+	// block hashes as bytes, defaulted fields omitted.
+	Tagged
+)
+
+// EncodeBatch encodes a batch as msgspec would. Hashes made with IntHash
+// encode as integers, others as bytes.
+func EncodeBatch(enc Encoding, b *vllm.Batch) []byte {
+	var buf bytes.Buffer
+	e := msgpack.NewEncoder(&buf)
+	e.UseCompactInts(true)
+	e.UseCompactFloats(false)
+	if enc == Positional {
+		n := 2
+		if b.HasRank {
+			n = 3
+		}
+		_ = e.EncodeArrayLen(n)
+		_ = e.EncodeFloat64(b.TS)
+		encodeEvents(e, enc, b.Events)
+		if b.HasRank {
+			_ = e.EncodeInt(int64(b.DPRank))
+		}
+		return buf.Bytes()
+	}
+	n := 2
+	if b.HasRank {
+		n = 3
+	}
+	_ = e.EncodeMapLen(n)
+	_ = e.EncodeString("ts")
+	_ = e.EncodeFloat64(b.TS)
+	_ = e.EncodeString("events")
+	encodeEvents(e, enc, b.Events)
+	if b.HasRank {
+		_ = e.EncodeString("data_parallel_rank")
+		_ = e.EncodeInt(int64(b.DPRank))
+	}
+	return buf.Bytes()
+}
+
+func encodeEvents(e *msgpack.Encoder, enc Encoding, evs []vllm.Event) {
+	_ = e.EncodeArrayLen(len(evs))
+	for i := range evs {
+		encodeEvent(e, enc, &evs[i])
+	}
+}
+
+// field is one struct field in declaration order; omit marks a default
+// value msgspec's omit_defaults leaves out (only for fields with defaults).
+type field struct {
+	name string
+	put  func()
+	omit bool
+}
+
+func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
+	var tag string
+	var fields []field
+	str := func(s string) func() {
+		return func() {
+			if s == "" {
+				_ = e.EncodeNil()
+			} else {
+				_ = e.EncodeString(s)
+			}
+		}
+	}
+	switch ev.Kind {
+	case vllm.BlockStored:
+		tag = "BlockStored"
+		fields = []field{
+			{"block_hashes", func() { encodeHashes(e, ev.BlockHashes) }, false},
+			{"parent_block_hash", func() { encodeHash(e, ev.Parent) }, false},
+			{"token_ids", func() {
+				_ = e.EncodeArrayLen(len(ev.TokenIDs))
+				for _, t := range ev.TokenIDs {
+					_ = e.EncodeUint(uint64(t))
+				}
+			}, false},
+			{"block_size", func() { _ = e.EncodeInt(int64(ev.BlockSize)) }, false},
+			{"lora_id", func() {
+				if ev.LoRAID == 0 {
+					_ = e.EncodeNil()
+				} else {
+					_ = e.EncodeInt(int64(ev.LoRAID))
+				}
+			}, false},
+			{"medium", str(ev.Medium), false},
+		}
+		if enc == Tagged { // fields newer vLLM added
+			fields = append(fields,
+				field{"lora_name", str(ev.LoRAName), false},
+				field{"extra_keys", func() {
+					_ = e.EncodeArrayLen(len(ev.ExtraKeys))
+					for _, x := range ev.ExtraKeys {
+						if x {
+							_ = e.EncodeArrayLen(1)
+							_ = e.EncodeString("mm-hash")
+						} else {
+							_ = e.EncodeNil()
+						}
+					}
+				}, len(ev.ExtraKeys) == 0},
+				field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0})
+		}
+	case vllm.BlockRemoved:
+		tag = "BlockRemoved"
+		fields = []field{
+			{"block_hashes", func() { encodeHashes(e, ev.BlockHashes) }, false},
+			{"medium", str(ev.Medium), false},
+		}
+		if enc == Tagged {
+			fields = append(fields, field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0})
+		}
+	case vllm.AllBlocksCleared:
+		tag = "AllBlocksCleared"
+	}
+	if enc == Positional {
+		// array_like: omit_defaults drops only trailing defaulted fields.
+		for len(fields) > 0 && fields[len(fields)-1].omit {
+			fields = fields[:len(fields)-1]
+		}
+		_ = e.EncodeArrayLen(1 + len(fields))
+		_ = e.EncodeString(tag)
+		for _, f := range fields {
+			f.put()
+		}
+		return
+	}
+	n := 1
+	for _, f := range fields {
+		if !f.omit {
+			n++
+		}
+	}
+	_ = e.EncodeMapLen(n)
+	_ = e.EncodeString("type")
+	_ = e.EncodeString(tag)
+	for _, f := range fields {
+		if !f.omit {
+			_ = e.EncodeString(f.name)
+			f.put()
+		}
+	}
+}
+
+func encodeHashes(e *msgpack.Encoder, hs []vllm.Hash) {
+	_ = e.EncodeArrayLen(len(hs))
+	for _, h := range hs {
+		encodeHash(e, h)
+	}
+}
+
+func encodeHash(e *msgpack.Encoder, h vllm.Hash) {
+	switch {
+	case h == "":
+		_ = e.EncodeNil()
+	case h[0] == 'i' && len(h) == 9:
+		var n uint64
+		for i := 1; i < 9; i++ {
+			n = n<<8 | uint64(h[i])
+		}
+		_ = e.EncodeUint(n)
+	default:
+		_ = e.EncodeBytes([]byte(h[1:]))
+	}
+}
+
+// IntHash is an integer engine hash (older vLLM).
+func IntHash(n uint64) vllm.Hash {
+	b := []byte{'i', 0, 0, 0, 0, 0, 0, 0, 0}
+	for i := range 8 {
+		b[8-i] = byte(n >> (8 * i))
+	}
+	return vllm.Hash(b)
+}
+
+// BytesHash is a bytes engine hash (newer vLLM).
+func BytesHash(b []byte) vllm.Hash { return vllm.Hash("b" + string(b)) }

@@ -1,0 +1,331 @@
+package vllmtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+)
+
+// Fake is a fake vLLM engine: prefix caching over blocks of BlockSize
+// tokens with an LRU bound, KV events for what enters and leaves the cache,
+// and the HTTP API the bridge uses.
+type Fake struct {
+	Model     string
+	BlockSize int
+	Capacity  int // GPU blocks
+	Encoding  Encoding
+
+	HTTP      *http.Server
+	URL       string // http://host:port
+	EventsURL string // tcp://host:port of the PUB socket
+	ReplayURL string // tcp://host:port of the ROUTER socket
+
+	mu       sync.Mutex
+	cache    map[vllm.Hash]*entry // engine hash -> block
+	tick     uint64
+	seq      uint64
+	buffer   [][2][]byte // (seq, payload) kept for replay
+	drop     int         // batches to leave unpublished (still replayable)
+	noReplay bool
+	running  int
+	requests []Request // what the bridge sent, for tests
+
+	pub, router zmq4.Socket
+	cancel      context.CancelFunc
+}
+
+type entry struct {
+	used   uint64
+	parent vllm.Hash
+}
+
+// Request is one completion request as the fake received it.
+type Request struct {
+	Model  string
+	Prompt []uint32
+	Body   map[string]any
+}
+
+// Start runs a fake on loopback ports.
+func Start(model string, blockSize, capacity int, enc Encoding) (*Fake, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel}
+	f.pub = zmq4.NewPub(ctx)
+	if err := f.pub.Listen("tcp://127.0.0.1:0"); err != nil {
+		cancel()
+		return nil, err
+	}
+	f.EventsURL = "tcp://" + f.pub.Addr().String()
+	f.router = zmq4.NewRouter(ctx, zmq4.WithID(zmq4.SocketIdentity("replay")))
+	if err := f.router.Listen("tcp://127.0.0.1:0"); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.ReplayURL = "tcp://" + f.router.Addr().String()
+	go f.serveReplay()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.URL = "http://" + ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", f.completions)
+	mux.HandleFunc("GET /metrics", f.metrics)
+	f.HTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = f.HTTP.Serve(ln) }()
+	return f, nil
+}
+
+// Close stops the fake.
+func (f *Fake) Close() {
+	f.cancel()
+	if f.HTTP != nil {
+		_ = f.HTTP.Close()
+	}
+	_ = f.pub.Close()
+	if f.router != nil {
+		_ = f.router.Close()
+	}
+}
+
+// DropNext leaves the next n batches unpublished (a subscriber sees a
+// gap); they stay replayable unless NoReplay.
+func (f *Fake) DropNext(n int, noReplay bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drop, f.noReplay = n, noReplay
+}
+
+// Requests returns the requests received so far.
+func (f *Fake) Requests() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.requests...)
+}
+
+// Cached reports whether the fake holds the block of this engine hash.
+func (f *Fake) Cached(h vllm.Hash) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cache[h] != nil
+}
+
+// BlockHashes returns the engine hashes of a prompt's full blocks: int
+// hashes for the positional encoding, 32-byte sha256 hashes for the tagged.
+func (f *Fake) BlockHashes(prompt []uint32) []vllm.Hash {
+	var out []vllm.Hash
+	parent := []byte("root")
+	for i := 0; (i+1)*f.BlockSize <= len(prompt); i++ {
+		h := sha256.New()
+		h.Write(parent)
+		for _, t := range prompt[i*f.BlockSize : (i+1)*f.BlockSize] {
+			h.Write(binary.LittleEndian.AppendUint32(nil, t))
+		}
+		sum := h.Sum(nil)
+		parent = sum
+		if f.Encoding == Positional {
+			out = append(out, IntHash(binary.BigEndian.Uint64(sum)))
+		} else {
+			out = append(out, BytesHash(sum))
+		}
+	}
+	return out
+}
+
+// admit caches a prompt's blocks and publishes what changed; it returns
+// the prompt tokens that were already cached.
+func (f *Fake) admit(prompt []uint32) int {
+	hs := f.BlockHashes(prompt)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cached := 0
+	for cached < len(hs) && f.cache[hs[cached]] != nil {
+		f.tick++
+		f.cache[hs[cached]].used = f.tick
+		cached++
+	}
+	var evs []vllm.Event
+	if cached < len(hs) {
+		st := vllm.Event{Kind: vllm.BlockStored, BlockHashes: hs[cached:], BlockSize: f.BlockSize,
+			TokenIDs: append([]uint32(nil), prompt[cached*f.BlockSize:len(hs)*f.BlockSize]...), Medium: "GPU"}
+		if cached > 0 {
+			st.Parent = hs[cached-1]
+		}
+		for i, h := range hs[cached:] {
+			f.tick++
+			e := &entry{used: f.tick}
+			if i+cached > 0 {
+				e.parent = hs[i+cached-1]
+			}
+			f.cache[h] = e
+		}
+		evs = append(evs, st)
+	}
+	if over := len(f.cache) - f.Capacity; over > 0 {
+		evs = append(evs, vllm.Event{Kind: vllm.BlockRemoved, BlockHashes: f.evict(over), Medium: "GPU"})
+	}
+	if len(evs) > 0 {
+		f.publish(evs)
+	}
+	return cached * f.BlockSize
+}
+
+// evict removes the n least recently used blocks; f.mu is held.
+func (f *Fake) evict(n int) []vllm.Hash {
+	var out []vllm.Hash
+	for range n {
+		var victim vllm.Hash
+		var oldest uint64
+		for h, e := range f.cache {
+			if victim == "" || e.used < oldest {
+				victim, oldest = h, e.used
+			}
+		}
+		delete(f.cache, victim)
+		out = append(out, victim)
+	}
+	return out
+}
+
+// Clear empties the cache (vLLM's reset_prefix_cache) and says so.
+func (f *Fake) Clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.cache)
+	f.publish([]vllm.Event{{Kind: vllm.AllBlocksCleared}})
+}
+
+// publish sends one batch; f.mu is held.
+func (f *Fake) publish(evs []vllm.Event) {
+	payload := EncodeBatch(f.Encoding, &vllm.Batch{TS: float64(time.Now().UnixNano()) / 1e9, Events: evs, HasRank: true})
+	seq := f.seq
+	f.seq++
+	var sb [8]byte
+	binary.BigEndian.PutUint64(sb[:], seq)
+	if !f.noReplay {
+		f.buffer = append(f.buffer, [2][]byte{sb[:], payload})
+	}
+	if f.drop > 0 {
+		f.drop--
+		return
+	}
+	_ = f.pub.Send(zmq4.NewMsgFrom([]byte{}, sb[:], payload))
+}
+
+// serveReplay answers replay requests as vLLM's ROUTER does.
+func (f *Fake) serveReplay() {
+	for {
+		msg, err := f.router.Recv()
+		if err != nil {
+			return
+		}
+		if len(msg.Frames) != 3 || len(msg.Frames[2]) != 8 {
+			continue
+		}
+		id, start := msg.Frames[0], binary.BigEndian.Uint64(msg.Frames[2])
+		f.mu.Lock()
+		buf := append([][2][]byte(nil), f.buffer...)
+		f.mu.Unlock()
+		for _, b := range buf {
+			if binary.BigEndian.Uint64(b[0]) >= start {
+				_ = f.router.Send(zmq4.NewMsgFrom(id, []byte{}, b[0], b[1]))
+			}
+		}
+		end := make([]byte, 8)
+		binary.BigEndian.PutUint64(end, ^uint64(0))
+		_ = f.router.Send(zmq4.NewMsgFrom(id, []byte{}, end, []byte{}))
+	}
+}
+
+// completions streams max_tokens tokens (deterministic in the prompt) as
+// vLLM does with return_token_ids and stream_options.include_usage.
+func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	var req struct {
+		Model     string   `json:"model"`
+		Prompt    []uint32 `json:"prompt"`
+		MaxTokens int      `json:"max_tokens"`
+	}
+	b, _ := json.Marshal(body)
+	if err := json.Unmarshal(b, &req); err != nil || len(req.Prompt) == 0 {
+		http.Error(w, `{"error":{"message":"prompt must be token ids"}}`, http.StatusBadRequest)
+		return
+	}
+	if req.Model != f.Model {
+		http.Error(w, `{"error":{"message":"model not found"}}`, http.StatusNotFound)
+		return
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, Request{Model: req.Model, Prompt: req.Prompt, Body: body})
+	f.running++
+	f.mu.Unlock()
+	defer func() { f.mu.Lock(); f.running--; f.mu.Unlock() }()
+	cached := f.admit(req.Prompt)
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	usage := func(n int) map[string]any {
+		return map[string]any{"prompt_tokens": len(req.Prompt), "completion_tokens": n, "total_tokens": len(req.Prompt) + n,
+			"prompt_tokens_details": map[string]any{"cached_tokens": cached}}
+	}
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return r.Context().Err() == nil
+	}
+	seed := uint32(0)
+	for _, t := range req.Prompt {
+		seed = seed*31 + t
+	}
+	for i := range req.MaxTokens {
+		var finish any
+		if i == req.MaxTokens-1 {
+			finish = "length"
+		}
+		tok := 100 + (seed+uint32(i)*7919)%5000
+		if !send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model,
+			"choices": []any{map[string]any{"index": 0, "text": fmt.Sprintf("<%d>", tok), "token_ids": []uint32{tok}, "finish_reason": finish}},
+			"usage":   usage(i + 1)}) {
+			return
+		}
+	}
+	if send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model, "choices": []any{}, "usage": usage(req.MaxTokens)}) {
+		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+	}
+}
+
+func (f *Fake) metrics(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	running, used := f.running, len(f.cache)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintf(w, "# HELP vllm:num_requests_running Number of requests in model execution batches.\n")
+	fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\n")
+	fmt.Fprintf(w, "vllm:num_requests_running{engine=\"0\",model_name=%q} %d.0\n", f.Model, running)
+	fmt.Fprintf(w, "vllm:num_requests_waiting{engine=\"0\",model_name=%q} 0.0\n", f.Model)
+	fmt.Fprintf(w, "vllm:kv_cache_usage_perc{engine=\"0\",model_name=%q} %g\n", f.Model, float64(used)/float64(f.Capacity))
+	fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"%d\",engine=\"0\",num_gpu_blocks=\"%d\"} 1.0\n", f.BlockSize, f.Capacity)
+}
+
+// Serve runs a prompt through the cache as a request would (events
+// included) without the HTTP API.
+func (f *Fake) Serve(prompt []uint32) int { return f.admit(prompt) }
