@@ -30,7 +30,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 // config is the bridge's command line.
 type config struct {
-	listen, engineURL, kvEvents, kvTopic, replay, model, id, metricsURL string
+	listen, adminListen, engineURL, kvEvents, kvTopic, replay, model, id, metricsURL string
 	blockSize, dpRanks, maxBatched                                      int
 	hashSeed, gpuBlocks                                                 uint64
 	loras                                                               []vllm.LoRA
@@ -45,6 +45,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("kvgate-bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7100", "wire-protocol address routers connect to")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9100", "admin HTTP address: /metrics, /debug/pprof/")
 	fs.StringVar(&c.engineURL, "engine-url", "", "the engine's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000 (required)")
 	fs.StringVar(&c.kvEvents, "kv-events", "", "the engine's ZMQ KV event publisher, e.g. tcp://127.0.0.1:5557 (vLLM --kv-events-config endpoint)")
 	fs.StringVar(&c.kvTopic, "kv-topic", "", "ZMQ topic prefix of the KV events")
@@ -117,12 +118,12 @@ func run(args []string, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, addr, err := start(ctx, c, log)
+	srv, addr, admin, err := start(ctx, c, log)
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return 1
 	}
-	log.Info("bridge serving", "addr", addr, "engine", c.engineURL, "kv_events", c.kvEvents, "model", c.model)
+	log.Info("bridge serving", "addr", addr, "admin", admin, "engine", c.engineURL, "kv_events", c.kvEvents, "model", c.model)
 	sig := <-sigs
 	log.Info("draining", "signal", sig.String())
 	dctx, dcancel := context.WithTimeout(context.Background(), c.drain)
@@ -134,10 +135,10 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // start wires the bridge together and starts serving.
-func start(ctx context.Context, c *config, log *slog.Logger) (*serve.Server, string, error) {
+func start(ctx context.Context, c *config, log *slog.Logger) (srv *serve.Server, addr, admin string, err error) {
 	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: c.blockSize, Seed: c.hashSeed, Model: c.model})
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	names := map[uint32]string{}
 	var loras []wire.LoRA
@@ -159,33 +160,39 @@ func start(ctx context.Context, c *config, log *slog.Logger) (*serve.Server, str
 		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest, BlockSize: uint32(c.blockSize),
 		MaxBatchedTokens: uint32(c.maxBatched), HashSeed: c.hashSeed, DPRanks: uint16(c.dpRanks),
 		Models: []string{c.model}, LoRAs: loras, Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: capacity}}}
-	srv := serve.New(serve.Config{Handshake: hs, Secret: c.secret, DrainTimeout: c.drain, Logger: log}, b)
+	srv = serve.New(serve.Config{Handshake: hs, Secret: c.secret, DrainTimeout: c.drain, Logger: log}, b)
 	e.Out = srv
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return nil, "", err
-	}
-	go func() { _ = srv.Serve(ln) }()
-	go b.PollLoad(ctx, c.metricsURL, c.metricsEvery)
+	var subs []*vllm.Subscriber
 	if c.kvEvents != "" {
 		for r := range c.dpRanks {
 			ep, err := vllm.RankEndpoint(c.kvEvents, r)
 			if err != nil {
-				return nil, "", err
+				return nil, "", "", err
 			}
 			replay, err := vllm.RankEndpoint(c.replay, r)
 			if err != nil {
-				return nil, "", err
+				return nil, "", "", err
 			}
-			sub := &vllm.Subscriber{Endpoint: ep, ReplayEndpoint: replay, Topic: c.kvTopic, Log: log.With("rank", r),
+			subs = append(subs, &vllm.Subscriber{Endpoint: ep, ReplayEndpoint: replay, Topic: c.kvTopic, Log: log.With("rank", r),
 				Batch: func(_ uint64, batch *vllm.Batch) { b.Events(r, batch) },
-				Lost:  func(reason string) { b.Lost(r, reason) }}
-			go func() {
-				if err := sub.Run(ctx); err != nil {
-					log.Error("KV event subscriber stopped", "rank", r, "err", err)
-				}
-			}()
+				Lost:  func(reason string) { b.Lost(r, reason) }})
 		}
 	}
-	return srv, ln.Addr().String(), nil
+	if admin, err = serveAdmin(c.adminListen, b, subs, srv); err != nil {
+		return nil, "", "", fmt.Errorf("admin listener: %w", err)
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return nil, "", "", err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	go b.PollLoad(ctx, c.metricsURL, c.metricsEvery)
+	for r, sub := range subs {
+		go func() {
+			if err := sub.Run(ctx); err != nil {
+				log.Error("KV event subscriber stopped", "rank", r, "err", err)
+			}
+		}()
+	}
+	return srv, ln.Addr().String(), admin, nil
 }

@@ -64,8 +64,11 @@ var errSchema = errors.New("vllm: KV event batch does not match the schema")
 
 // DecodeBatch decodes a msgpack KVEventBatch in either encoding.
 func DecodeBatch(payload []byte) (*Batch, error) {
+	if err := checkShape(payload); err != nil {
+		return nil, err
+	}
 	d := msgpack.NewDecoder(bytes.NewReader(payload))
-	d.SetMapDecoder(func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() })
+	d.SetMapDecoder(decodeMap)
 	v, err := d.DecodeInterface()
 	if err != nil {
 		return nil, fmt.Errorf("vllm: decoding msgpack: %w", err)
@@ -103,6 +106,31 @@ func DecodeBatch(payload []byte) (*Batch, error) {
 		b.Events = append(b.Events, ev)
 	}
 	return &b, nil
+}
+
+// decodeMap reads a map whose keys must be strings (msgspec structs are):
+// the library's own untyped map would panic on a key that cannot be
+// hashed (found by FuzzDecodeBatch).
+func decodeMap(d *msgpack.Decoder) (any, error) {
+	n, err := d.DecodeMapLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	m := make(map[any]any, min(n, 64))
+	for range n {
+		k, err := d.DecodeInterface()
+		if err != nil {
+			return nil, err
+		}
+		ks, ok := k.(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: map key %T", errSchema, k)
+		}
+		if m[ks], err = d.DecodeInterface(); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // Field order of the positional encodings (after the tag), as declared in

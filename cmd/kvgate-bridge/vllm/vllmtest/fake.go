@@ -329,3 +329,10 @@ func (f *Fake) metrics(w http.ResponseWriter, _ *http.Request) {
 // Serve runs a prompt through the cache as a request would (events
 // included) without the HTTP API.
 func (f *Fake) Serve(prompt []uint32) int { return f.admit(prompt) }
+
+// Blocks counts the blocks in the fake's cache.
+func (f *Fake) Blocks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cache)
+}

@@ -1,0 +1,163 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm/vllmtest"
+)
+
+// TestBridgeToFakeVLLM: kvgate -> kvgate-bridge -> a fake vLLM (HTTP and
+// ZMQ KV events, newer encoding). A streamed completion goes through with a
+// token-id prompt; the engine's events fill kvgate's index; a repeated
+// prefix is reported cached; evictions (BlockRemoved with engine hashes)
+// leave the index; a batch missed on the PUB socket is replayed.
+func TestBridgeToFakeVLLM(t *testing.T) {
+	for _, enc := range []vllmtest.Encoding{vllmtest.Tagged, vllmtest.Positional} {
+		t.Run(fmt.Sprint(enc), func(t *testing.T) { bridgeScenario(t, enc) })
+	}
+}
+
+func bridgeScenario(t *testing.T, enc vllmtest.Encoding) {
+	f, err := vllmtest.Start(model, 16, 48, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	br := start(t, "kvgate-bridge", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--engine-url", f.URL,
+		"--kv-events", f.EventsURL, "--replay", f.ReplayURL, "--model", model, "--block-size", "16", "--id", "vllm-0",
+		"--metrics-interval", "100ms")
+	line := br.waitLog(t, "bridge serving")
+	addr, bridgeAdmin := line["addr"].(string), "http://"+line["admin"].(string)
+	_, base := startKvgate(t, "--engine", addr)
+	waitReady(t, base)
+	admin := adminOf(t, base)
+
+	text := func(i int) string {
+		return fmt.Sprintf("Conversation %d. %s", i, strings.Repeat("The bridge carries token ids to an unmodified engine. ", 12))
+	}
+	// Streamed, through kvgate and the bridge.
+	resp, body := post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": text(0), "max_tokens": 5, "stream": true})
+	events := sseEvents(t, body)
+	if resp.StatusCode != 200 || len(events) < 2 || events[len(events)-1] != "[DONE]" || resp.Header.Get("x-kvgate-engine") != "vllm-0" {
+		t.Fatalf("streamed completion: %d %q", resp.StatusCode, body)
+	}
+	reqs := f.Requests()
+	if len(reqs) != 1 || len(reqs[0].Prompt) < 100 || reqs[0].Body["return_token_ids"] != true || reqs[0].Body["stream"] != true {
+		t.Fatalf("the engine got %+v", reqs)
+	}
+	// The engine's events reach the index (PUB drops what precedes the
+	// subscription, so wait for the blocks of a request sent now).
+	for i := 1; indexBlocks(t, admin) == 0; i++ {
+		if i > 200 {
+			t.Fatal("no KV event reached kvgate's index")
+		}
+		complete(t, base, text(i), 1)
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitIndex(t, admin, f)
+
+	// The same prefix again: the engine serves it from cache and says so.
+	_, body = post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": text(0) + " Again.", "max_tokens": 2})
+	var out struct {
+		Usage struct {
+			Details struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || out.Usage.Details.Cached < 64 {
+		t.Fatalf("repeated prefix: cached %d (%v): %s", out.Usage.Details.Cached, err, body)
+	}
+
+	// Fill the 48-block cache past capacity: evictions come as BlockRemoved
+	// with engine hashes and must leave kvgate's index.
+	for i := 10; i < 18; i++ {
+		complete(t, base, text(i), 1)
+	}
+	if f.Blocks() != 48 {
+		t.Fatalf("fake holds %d blocks, want a full cache of 48", f.Blocks())
+	}
+	waitIndex(t, admin, f)
+
+	// A batch lost on the PUB socket: the next batch shows the gap and the
+	// bridge replays the missing one.
+	f.DropNext(1, false)
+	complete(t, base, text(30), 1)
+	complete(t, base, text(31), 1)
+	waitIndex(t, admin, f)
+	waitMetric(t, bridgeAdmin, "kvgate_bridge_event_batches_replayed_total ", " 1")
+
+	// Lost for good (not in the replay buffer): the bridge tells kvgate to
+	// forget the rank, and the index refills from the next events.
+	f.DropNext(1, true)
+	complete(t, base, text(40), 1)
+	complete(t, base, text(41), 1)
+	waitMetric(t, bridgeAdmin, "kvgate_bridge_event_gaps_total ", " 2")
+	deadline := time.Now().Add(30 * time.Second)
+	for n := indexBlocks(t, admin); n == 0 || n >= f.Blocks(); n = indexBlocks(t, admin) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a loss the index holds %d of the engine's %d blocks: it should have forgotten them and refilled", n, f.Blocks())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func complete(t *testing.T, base, prompt string, maxTokens int) {
+	t.Helper()
+	resp, body := post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": prompt, "max_tokens": maxTokens})
+	if resp.StatusCode != 200 {
+		t.Fatalf("completion: %d %s", resp.StatusCode, body)
+	}
+}
+
+// waitIndex waits until kvgate's index holds as many blocks as the engine.
+func waitIndex(t *testing.T, admin string, f *vllmtest.Fake) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, want := indexBlocks(t, admin), f.Blocks()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kvgate's index holds %d blocks, the engine %d", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// indexBlocks is the blocks kvgate's index holds, all engines and tiers,
+// from /debug/state (live counts: a cleared tier counts 0 at once, while
+// its table entries wait for the sweep).
+func indexBlocks(t *testing.T, admin string) int {
+	t.Helper()
+	r, err := http.Get(admin + "/debug/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var st struct {
+		Index struct {
+			Engines []struct {
+				Blocks []int
+			} `json:"engines"`
+		} `json:"index"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range st.Index.Engines {
+		for _, b := range e.Blocks {
+			n += b
+		}
+	}
+	return n
+}
