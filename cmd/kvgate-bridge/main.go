@@ -31,12 +31,12 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 // config is the bridge's command line.
 type config struct {
 	listen, adminListen, engineURL, kvEvents, kvTopic, replay, model, id, metricsURL string
-	blockSize, dpRanks, maxBatched                                      int
-	hashSeed, gpuBlocks                                                 uint64
-	loras                                                               []vllm.LoRA
-	secret                                                              []byte
-	metricsEvery, drain                                                 time.Duration
-	logLevel                                                            slog.Level
+	blockSize, dpRanks, maxBatched                                                   int
+	hashSeed, gpuBlocks                                                              uint64
+	loras                                                                            []vllm.LoRA
+	secret                                                                           []byte
+	metricsEvery, drain                                                              time.Duration
+	logLevel                                                                         slog.Level
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
