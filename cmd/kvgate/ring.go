@@ -18,7 +18,7 @@ import (
 
 // ringFlags configure this replica's part in the replica ring (syncring).
 type ringFlags struct {
-	id, listen, peers, secretFile, compress string
+	id, listen, peers, secretFile, secretFlag, compress string
 	interval, heartbeat, deadAfter          time.Duration
 	broadcast                               bool
 	secret                                  []byte
@@ -30,7 +30,8 @@ func (f *ringFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.id, "replica-id", host, "this replica's id in the ring (unique; the ring is ordered by it)")
 	fs.StringVar(&f.listen, "ring-listen", "", "ring address HOST:PORT; empty: no ring, this replica routes alone")
 	fs.StringVar(&f.peers, "peers", "", "comma-separated ring addresses of the other replicas; a DNS name with several A/AAAA records (a headless Service) stands for all and is re-resolved")
-	fs.StringVar(&f.secretFile, "ring-secret-file", "", "shared secret peers must prove (also $KVGATE_RING_SECRET)")
+	fs.StringVar(&f.secretFlag, "ring-secret", "", "shared secret peers must prove (visible in ps: prefer --ring-secret-file or $KVGATE_RING_SECRET)")
+	fs.StringVar(&f.secretFile, "ring-secret-file", "", "file holding the ring secret")
 	fs.DurationVar(&f.interval, "sync-interval", def.Interval, "how often the ring all-reduces engine load")
 	fs.DurationVar(&f.heartbeat, "ring-heartbeat", def.Heartbeat, "heartbeat period between replicas")
 	fs.DurationVar(&f.deadAfter, "ring-dead-after", def.DeadAfter, "silence after which a peer leaves the ring")
@@ -50,6 +51,9 @@ func (f *ringFlags) check(engines []string) error {
 	}
 	if s := os.Getenv("KVGATE_RING_SECRET"); s != "" {
 		f.secret = []byte(s)
+	}
+	if f.secretFlag != "" {
+		f.secret = []byte(f.secretFlag)
 	}
 	if f.secretFile != "" {
 		b, err := os.ReadFile(f.secretFile)
