@@ -1,0 +1,82 @@
+package ebpf
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// maxPairs bounds the streams steered at once.
+const maxPairs = 65536
+
+// objects are the loaded maps and program, attached.
+type objects struct {
+	// socks holds upstream sockets, with the verdict program attached;
+	// clients holds client sockets, with no program: a client's own bytes
+	// (its next request) keep the normal path, so taking it out of the map
+	// can lose nothing queued for user space.
+	socks, clients, ctl, stat, done *ebpf.Map
+	prog                   *ebpf.Program
+	attached               bool
+	events                 *ringbuf.Reader
+}
+
+// load creates the maps, loads the verdict program and attaches it to the
+// socket hash.
+func load() (*objects, error) {
+	o := &objects{}
+	var err error
+	if o.socks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_socks", Type: ebpf.SockHash, KeySize: 8, ValueSize: 8, MaxEntries: maxPairs}); err != nil {
+		return nil, fmt.Errorf("ebpf: socket hash: %w", err)
+	}
+	if o.clients, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_clients", Type: ebpf.SockHash, KeySize: 8, ValueSize: 8, MaxEntries: maxPairs}); err != nil {
+		o.close()
+		return nil, fmt.Errorf("ebpf: client socket hash: %w", err)
+	}
+	if o.ctl, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_ctl", Type: ebpf.Hash, KeySize: 8, ValueSize: ctlSize, MaxEntries: maxPairs}); err != nil {
+		o.close()
+		return nil, fmt.Errorf("ebpf: control map: %w", err)
+	}
+	if o.stat, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_stat", Type: ebpf.Hash, KeySize: 8, ValueSize: statSize, MaxEntries: maxPairs}); err != nil {
+		o.close()
+		return nil, fmt.Errorf("ebpf: counter map: %w", err)
+	}
+	if o.done, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_done", Type: ebpf.RingBuf, MaxEntries: 1 << 16}); err != nil {
+		o.close()
+		return nil, fmt.Errorf("ebpf: ring buffer: %w", err)
+	}
+	if o.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "kvgate_verdict", Type: ebpf.SkSKB,
+		AttachType: ebpf.AttachSkSKBStreamVerdict, License: "GPL", Instructions: verdict(o.ctl, o.stat, o.clients, o.done)}); err != nil {
+		o.close()
+		return nil, fmt.Errorf("ebpf: loading the verdict program: %w", err)
+	}
+	if err = link.RawAttachProgram(link.RawAttachProgramOptions{Target: o.socks.FD(), Program: o.prog, Attach: ebpf.AttachSkSKBStreamVerdict}); err != nil {
+		o.close()
+		return nil, fmt.Errorf("ebpf: attaching the verdict program: %w", err)
+	}
+	o.attached = true
+	if o.events, err = ringbuf.NewReader(o.done); err != nil {
+		o.close()
+		return nil, fmt.Errorf("ebpf: ring buffer reader: %w", err)
+	}
+	return o, nil
+}
+
+func (o *objects) close() {
+	if o.events != nil {
+		o.events.Close()
+	}
+	if o.attached {
+		_ = link.RawDetachProgram(link.RawDetachProgramOptions{Target: o.socks.FD(), Program: o.prog, Attach: ebpf.AttachSkSKBStreamVerdict})
+	}
+	if o.prog != nil {
+		o.prog.Close()
+	}
+	for _, m := range []*ebpf.Map{o.socks, o.clients, o.ctl, o.stat, o.done} {
+		if m != nil {
+			m.Close()
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package ebpf
+
+import (
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// Map layouts shared by the program and the loader. The program writes
+// only stat, user space writes only ctl, so neither overwrites the other.
+const (
+	// ctl: upstream cookie -> what user space decided.
+	ctlClient   = 0  // u64: the client socket's cookie (its key in socks)
+	ctlEnabled  = 8  // u64: 1 to redirect, 0 to pass everything to user space
+	ctlConsumed = 16 // u64: passed bytes user space has written to the client
+	ctlLimit    = 24 // u64: response bytes in all (0: until upstream EOF)
+	ctlCredit   = 32 // u64: redirect only while total <= credit (client back-pressure)
+	ctlSize     = 40
+
+	// stat: upstream cookie -> what the program counted since insertion.
+	statPassed = 0 // u64: bytes handed to user space
+	statTotal  = 8 // u64: every byte seen, passed or redirected
+	statSize   = 16
+
+	skPass = 1 // SK_PASS
+)
+
+// verdict is the sk_skb stream verdict program attached to the upstream
+// socket hash. For a socket without a ctl entry every skb passes to user
+// space. For an upstream socket it counts the bytes and redirects the
+// skb to its client's egress only when steering is enabled and user space
+// has written every byte it was passed, so nothing user space still holds
+// can be overtaken, and the client has credit (it has acknowledged all but
+// MaxClientQueue bytes: a client that stops reading cannot make the kernel
+// queue grow); otherwise it passes the skb, and user space relays it with
+// TCP back-pressure. When the count reaches the response's length it tells
+// user space through the ring buffer.
+//
+//	r6 = skb; fp-8 = cookie(skb)
+//	r7 = ctl[fp-8] or pass; r9 = stat[fp-8] or pass; r8 = skb->len or pass if 0
+//	stat.total += r8
+//	if ctl.limit != 0 && stat.total >= ctl.limit: ringbuf_output(fp-8, 8)
+//	if !ctl.enabled || stat.total > ctl.credit || stat.passed != ctl.consumed:
+//		stat.passed += r8; pass
+//	fp-16 = ctl.client; return sk_redirect_hash(skb, clients, fp-16, 0)
+func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnGetSocketCookie.Call(),
+		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
+
+		asm.LoadMapPtr(asm.R1, ctl.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Mov.Reg(asm.R7, asm.R0),
+
+		asm.LoadMapPtr(asm.R1, stat.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Mov.Reg(asm.R9, asm.R0),
+
+		asm.LoadMem(asm.R8, asm.R6, 0, asm.Word), // __sk_buff.len
+		// An empty skb (the upstream's FIN) must not be redirected: the
+		// kernel's redirect backlog treats sending 0 bytes as a broken
+		// pipe and sets EPIPE on the client socket.
+		asm.JEq.Imm(asm.R8, 0, "pass"),
+		asm.LoadMem(asm.R1, asm.R9, statTotal, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R8),
+		asm.StoreMem(asm.R9, statTotal, asm.R1, asm.DWord),
+
+		asm.LoadMem(asm.R2, asm.R7, ctlLimit, asm.DWord),
+		asm.JEq.Imm(asm.R2, 0, "decide"),
+		asm.JLT.Reg(asm.R1, asm.R2, "decide"),
+		asm.LoadMapPtr(asm.R1, done.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.Mov.Imm(asm.R3, 8),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+
+		asm.LoadMem(asm.R2, asm.R7, ctlEnabled, asm.DWord).WithSymbol("decide"),
+		asm.JEq.Imm(asm.R2, 0, "passcount"),
+		asm.LoadMem(asm.R1, asm.R9, statTotal, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R7, ctlCredit, asm.DWord),
+		asm.JGT.Reg(asm.R1, asm.R2, "passcount"),
+		asm.LoadMem(asm.R2, asm.R9, statPassed, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R7, ctlConsumed, asm.DWord),
+		asm.JNE.Reg(asm.R2, asm.R3, "passcount"),
+
+		asm.LoadMem(asm.R2, asm.R7, ctlClient, asm.DWord),
+		asm.StoreMem(asm.RFP, -16, asm.R2, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.LoadMapPtr(asm.R2, clients.FD()),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, -16),
+		asm.Mov.Imm(asm.R4, 0), // egress of the client socket
+		asm.FnSkRedirectHash.Call(),
+		asm.Return(),
+
+		asm.LoadMem(asm.R2, asm.R9, statPassed, asm.DWord).WithSymbol("passcount"),
+		asm.Add.Reg(asm.R2, asm.R8),
+		asm.StoreMem(asm.R9, statPassed, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R0, skPass).WithSymbol("pass"),
+		asm.Return(),
+	}
+}

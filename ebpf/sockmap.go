@@ -1,0 +1,387 @@
+package ebpf
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+// MaxClientQueue bounds how far the kernel may run ahead of what a client
+// has acknowledged while its response is steered. The redirect queue in
+// the kernel has no bound of its own (the upstream's receive window stays
+// open), so user space grants credit: the program redirects only while the
+// response's bytes stay within MaxClientQueue of the client's
+// acknowledgements, and passes the rest to user space, which relays it
+// with ordinary TCP back-pressure.
+const MaxClientQueue = 16 << 20
+
+// checkEvery is how often a steered pair renews the client's credit and
+// looks at the client's state and its context.
+const checkEvery = 2 * time.Millisecond
+
+// sockmap is the in-kernel steerer.
+type sockmap struct {
+	o       *objects
+	relayed atomic.Uint64 // bytes relayed in user space (passed, not redirected)
+	mu      sync.Mutex
+	waiting map[uint64]*smPair // by upstream cookie: who to wake on "done"
+	closed  chan struct{}
+}
+
+// NewSockmap loads the verdict program and its maps.
+func NewSockmap() (Steerer, error) {
+	o, err := load()
+	if err != nil {
+		return nil, err
+	}
+	s := &sockmap{o: o, waiting: map[uint64]*smPair{}, closed: make(chan struct{})}
+	go s.dispatch()
+	return s, nil
+}
+
+func (s *sockmap) Mode() Mode { return ModeSockmap }
+
+func (s *sockmap) Close() error {
+	close(s.closed)
+	s.o.close() // closes the ring buffer reader too: dispatch returns
+	return nil
+}
+
+// dispatch wakes the pair whose response the program saw end.
+func (s *sockmap) dispatch() {
+	for {
+		rec, err := s.o.events.Read()
+		if err != nil {
+			return
+		}
+		if len(rec.RawSample) < 8 {
+			continue
+		}
+		cookie := binary.NativeEndian.Uint64(rec.RawSample)
+		s.mu.Lock()
+		p := s.waiting[cookie]
+		s.mu.Unlock()
+		if p != nil {
+			_ = p.up.SetReadDeadline(aLongTimeAgo) // wakes its loop
+		}
+	}
+}
+
+// smPair is a pair in the socket hash.
+type smPair struct {
+	s                  *sockmap
+	up, client         *net.TCPConn
+	upCookie, clCookie uint64
+	ctl                [ctlSize]byte
+	released           bool
+}
+
+func cookieOf(c *net.TCPConn) (uint64, int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var cookie uint64
+	var fd int
+	var serr error
+	err = raw.Control(func(f uintptr) {
+		fd = int(f)
+		cookie, serr = unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
+	})
+	if err == nil {
+		err = serr
+	}
+	return cookie, fd, err
+}
+
+// Prepare puts both sockets in the socket hash, the upstream with steering
+// off: until Steer, every byte of the response passes to user space.
+func (s *sockmap) Prepare(up, client *net.TCPConn) (Pair, error) {
+	p := &smPair{s: s, up: up, client: client}
+	var upFD, clFD int
+	var err error
+	if p.upCookie, upFD, err = cookieOf(up); err != nil {
+		return nil, err
+	}
+	if p.clCookie, clFD, err = cookieOf(client); err != nil {
+		return nil, err
+	}
+	binary.NativeEndian.PutUint64(p.ctl[ctlClient:], p.clCookie)
+	if err := s.o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateNoExist); err != nil {
+		return nil, fmt.Errorf("ebpf: control entry: %w", err)
+	}
+	if err := s.o.stat.Update(p.upCookie, make([]byte, statSize), ebpf.UpdateNoExist); err != nil {
+		p.forget()
+		return nil, fmt.Errorf("ebpf: counter entry: %w", err)
+	}
+	// The client first: the upstream's bytes may be redirected to it as
+	// soon as steering is on.
+	if err := s.o.clients.Update(p.clCookie, uint64(clFD), ebpf.UpdateAny); err != nil {
+		p.forget()
+		return nil, fmt.Errorf("ebpf: client socket into the hash: %w", err)
+	}
+	if err := s.o.socks.Update(p.upCookie, uint64(upFD), ebpf.UpdateNoExist); err != nil {
+		p.forget()
+		return nil, fmt.Errorf("ebpf: upstream socket into the hash: %w", err)
+	}
+	return p, nil
+}
+
+func (p *smPair) Read(b []byte) (int, error) { return p.up.Read(b) }
+
+// setCtl writes the control entry: bytes consumed, the length, credit.
+func (p *smPair) setCtl(consumed, limit, credit uint64) error {
+	binary.NativeEndian.PutUint64(p.ctl[ctlEnabled:], 1)
+	binary.NativeEndian.PutUint64(p.ctl[ctlConsumed:], consumed)
+	binary.NativeEndian.PutUint64(p.ctl[ctlLimit:], limit)
+	binary.NativeEndian.PutUint64(p.ctl[ctlCredit:], credit)
+	return p.s.o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateExist)
+}
+
+func (p *smPair) stat() (passed, total uint64, err error) {
+	var v [statSize]byte
+	if err := p.s.o.stat.Lookup(p.upCookie, v[:]); err != nil {
+		return 0, 0, err
+	}
+	return binary.NativeEndian.Uint64(v[statPassed:]), binary.NativeEndian.Uint64(v[statTotal:]), nil
+}
+
+// Steer turns steering on and relays in user space only what the program
+// passed: what arrived before user space caught up, and what went past the
+// client's credit. It returns when the program has counted total bytes, or
+// the upstream closed, and every redirected byte has entered the client's
+// socket.
+func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
+	limit := uint64(0)
+	if total >= 0 {
+		limit = uint64(total)
+	}
+	base, err := enteredBytes(p.client)
+	if err != nil {
+		return 0, err
+	}
+	ackedBase, err := ackedBytes(p.client)
+	if err != nil {
+		return 0, err
+	}
+	credit := func() (uint64, error) {
+		acked, err := ackedBytes(p.client)
+		return uint64(read) + (acked - ackedBase) + MaxClientQueue, err
+	}
+	p.s.mu.Lock()
+	p.s.waiting[p.upCookie] = p
+	p.s.mu.Unlock()
+	defer func() {
+		p.s.mu.Lock()
+		delete(p.s.waiting, p.upCookie)
+		p.s.mu.Unlock()
+		_ = p.up.SetReadDeadline(time.Time{})
+	}()
+	consumed := uint64(read)
+	c, err := credit()
+	if err == nil {
+		err = p.setCtl(consumed, limit, c)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var written uint64 // bytes user space wrote to the client after base
+	buf := make([]byte, 64<<10)
+	for {
+		passed, seen, err := p.stat()
+		if err != nil {
+			return 0, err
+		}
+		if limit > 0 && seen >= limit && passed == consumed {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if err := clientAlive(p.client); err != nil {
+			return 0, err
+		}
+		_ = p.up.SetReadDeadline(time.Now().Add(checkEvery))
+		n, rerr := p.up.Read(buf)
+		if n > 0 {
+			// Passed bytes follow every byte redirected so far: wait until
+			// those have entered the client's socket before writing these.
+			if err := p.waitRedirected(ctx, base, written); err != nil {
+				return 0, err
+			}
+			if _, err := p.client.Write(buf[:n]); err != nil {
+				return 0, err
+			}
+			consumed += uint64(n)
+			written += uint64(n)
+			p.s.relayed.Add(uint64(n))
+		}
+		if c, err = credit(); err == nil {
+			err = p.setCtl(consumed, limit, c)
+		}
+		if err != nil {
+			return 0, err
+		}
+		if rerr != nil {
+			if errors.Is(rerr, os.ErrDeadlineExceeded) {
+				continue
+			}
+			if errors.Is(rerr, net.ErrClosed) || isEOF(rerr) {
+				if limit > 0 {
+					if _, seen, _ := p.stat(); seen < limit {
+						return 0, ErrTruncated
+					}
+				}
+				break
+			}
+			return 0, rerr
+		}
+	}
+	if err := p.waitRedirected(ctx, base, written); err != nil {
+		return 0, err
+	}
+	_, seen, _ := p.stat()
+	return int64(seen) - read, nil
+}
+
+// waitRedirected waits until every byte the program redirected has entered
+// the client's socket (it may still sit in the kernel's redirect backlog):
+// the bytes that entered since base, less user space's own writes, cover
+// the redirected ones.
+func (p *smPair) waitRedirected(ctx context.Context, base, written uint64) error {
+	for {
+		passed, seen, err := p.stat()
+		if err != nil {
+			return err
+		}
+		redirected := seen - passed
+		now, err := enteredBytes(p.client)
+		if err != nil {
+			return err
+		}
+		if now-base >= written+redirected {
+			return nil
+		}
+		if err := clientAlive(p.client); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// Release takes both sockets out of the hash and forgets the pair.
+func (p *smPair) Release() error {
+	if p.released {
+		return nil
+	}
+	p.released = true
+	return p.forget()
+}
+
+func (p *smPair) forget() error {
+	var errs []error
+	for _, err := range []error{p.s.o.socks.Delete(p.upCookie), p.s.o.clients.Delete(p.clCookie),
+		p.s.o.ctl.Delete(p.upCookie), p.s.o.stat.Delete(p.upCookie)} {
+		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ackedBytes is every byte c's peer has acknowledged (TCP_INFO).
+func ackedBytes(c *net.TCPConn) (uint64, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	var serr error
+	err = raw.Control(func(f uintptr) {
+		info, err := unix.GetsockoptTCPInfo(int(f), unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			serr = err
+			return
+		}
+		n = info.Bytes_acked
+	})
+	if err == nil {
+		err = serr
+	}
+	return n, err
+}
+
+// enteredBytes is every byte written into c's socket so far: acknowledged
+// plus still queued (TCP_INFO's bytes_acked and SIOCOUTQ).
+func enteredBytes(c *net.TCPConn) (uint64, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	var serr error
+	err = raw.Control(func(f uintptr) {
+		info, err := unix.GetsockoptTCPInfo(int(f), unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			serr = err
+			return
+		}
+		q, err := unix.IoctlGetInt(int(f), unix.SIOCOUTQ)
+		if err != nil {
+			serr = err
+			return
+		}
+		n = info.Bytes_acked + uint64(q)
+	})
+	if err == nil {
+		err = serr
+	}
+	return n, err
+}
+
+// errClientGone: the client's connection is no longer established.
+var errClientGone = errors.New("ebpf: client connection closed or reset")
+
+func clientAlive(c *net.TCPConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var state uint8
+	var serr error
+	err = raw.Control(func(f uintptr) {
+		info, err := unix.GetsockoptTCPInfo(int(f), unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			serr = err
+			return
+		}
+		state = info.State
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return err
+	}
+	if state != unix.BPF_TCP_ESTABLISHED && state != unix.BPF_TCP_CLOSE_WAIT {
+		return errClientGone
+	}
+	return nil
+}
+
+func isEOF(err error) bool { return errors.Is(err, io.EOF) }

@@ -1,0 +1,400 @@
+package ebpf
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// body is a response body whose bytes depend on their position and the
+// request, so a lost, doubled or reordered byte shows.
+func body(id, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + id*13 + i/251)
+	}
+	return b
+}
+
+// upstreamWritten counts the body bytes upstreams have written.
+var upstreamWritten atomic.Int64
+
+// upstream answers "GET /<id>/<size>[/close]" with that many bytes, with
+// Content-Length, or until it closes the connection.
+func upstream(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				n, err := c.Read(buf)
+				if err != nil {
+					return
+				}
+				parts := strings.Split(strings.Fields(string(buf[:n]))[1], "/")
+				id, _ := strconv.Atoi(parts[1])
+				size, _ := strconv.Atoi(parts[2])
+				closeMode := len(parts) > 3 && parts[3] == "close"
+				reset := len(parts) > 3 && parts[3] == "reset"
+				var hdr string
+				if closeMode {
+					hdr = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+				} else {
+					hdr = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+				}
+				b := body(id, size)
+				if reset {
+					_, _ = c.Write(append([]byte(hdr), b[:size/2]...))
+					time.Sleep(20 * time.Millisecond)
+					c.(*net.TCPConn).SetLinger(0)
+					return
+				}
+				_, _ = c.Write([]byte(hdr))
+				for off := 0; off < len(b); off += 100 << 10 { // several segments
+					n, err := c.Write(b[off:min(off+100<<10, len(b))])
+					upstreamWritten.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// proxy relays each request of a keep-alive client to a fresh upstream
+// connection, steering the response with s.
+func proxy(t *testing.T, s Steerer, up string) (string, *proxyStats) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	st := &proxyStats{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go st.serve(t, s, up, c.(*net.TCPConn))
+		}
+	}()
+	return ln.Addr().String(), st
+}
+
+type proxyStats struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (st *proxyStats) fail(err error) {
+	st.mu.Lock()
+	st.errs = append(st.errs, err)
+	st.mu.Unlock()
+}
+
+func (st *proxyStats) serve(t *testing.T, s Steerer, upAddr string, client *net.TCPConn) {
+	defer client.Close()
+	buf := make([]byte, 4096)
+	for {
+		n, err := client.Read(buf)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				st.fail(fmt.Errorf("reading the next request: %w", err))
+			}
+			return
+		}
+		req := append([]byte(nil), buf[:n]...)
+		c, err := net.Dial("tcp", upAddr)
+		if err != nil {
+			st.fail(err)
+			return
+		}
+		up := c.(*net.TCPConn)
+		p, err := s.Prepare(up, client)
+		if err != nil {
+			st.fail(err)
+			up.Close()
+			return
+		}
+		ok := st.relay(p, up, client, req)
+		_ = p.Release()
+		up.Close()
+		if !ok {
+			return
+		}
+	}
+}
+
+// relay forwards one request and steers its response; false ends the
+// client connection.
+func (st *proxyStats) relay(p Pair, up, client *net.TCPConn, req []byte) bool {
+	if _, err := up.Write(req); err != nil {
+		st.fail(err)
+		return false
+	}
+	var head []byte
+	buf := make([]byte, 512)
+	for !bytes.Contains(head, []byte("\r\n\r\n")) {
+		n, err := p.Read(buf)
+		if err != nil {
+			st.fail(err)
+			return false
+		}
+		head = append(head, buf[:n]...)
+	}
+	end := bytes.Index(head, []byte("\r\n\r\n")) + 4
+	total := int64(-1)
+	if i := bytes.Index(head, []byte("Content-Length: ")); i >= 0 && i < end {
+		v := head[i+16:]
+		n, _ := strconv.Atoi(string(v[:bytes.IndexByte(v, '\r')]))
+		total = int64(end + n)
+	}
+	if _, err := client.Write(head); err != nil {
+		st.fail(fmt.Errorf("writing the head: %w", err))
+		return false
+	}
+	if total >= 0 && int64(len(head)) >= total {
+		return true
+	}
+	if _, err := p.Steer(context.Background(), int64(len(head)), total); err != nil {
+		st.fail(err)
+		return false
+	}
+	return total >= 0 // a close-delimited response ends the client connection too
+}
+
+// get sends one request on c and reads its response.
+func get(c net.Conn, path string) (status string, b []byte, err error) {
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		return "", nil, err
+	}
+	var head []byte
+	one := make([]byte, 1)
+	for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+		if _, err := c.Read(one); err != nil {
+			return "", nil, err
+		}
+		head = append(head, one[0])
+	}
+	if i := bytes.Index(head, []byte("Content-Length: ")); i >= 0 {
+		v := head[i+16:]
+		n, _ := strconv.Atoi(string(v[:bytes.IndexByte(v, '\r')]))
+		b = make([]byte, n)
+		_, err = io.ReadFull(c, b)
+	} else {
+		b, err = io.ReadAll(c)
+	}
+	return string(head[:bytes.IndexByte(head, '\r')]), b, err
+}
+
+func steerers(t *testing.T) []Steerer {
+	t.Helper()
+	sm, err := NewSockmap()
+	if err != nil {
+		t.Fatalf("loading the sockmap programs (these tests need root and a kernel with sockmap): %v", err)
+	}
+	t.Cleanup(func() { sm.Close() })
+	return []Steerer{sm, NewSplice(), NewCopy()}
+}
+
+// TestByteExact: responses of many sizes, several on one keep-alive client
+// connection, arrive byte for byte through every mode; so do responses
+// ended by the upstream closing.
+func TestByteExact(t *testing.T) {
+	up := upstream(t)
+	for _, s := range steerers(t) {
+		t.Run(string(s.Mode()), func(t *testing.T) {
+			addr, st := proxy(t, s, up)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+			for i, size := range []int{0, 1, 100, 1460, 65535, 65536, 1 << 20, 3<<20 + 17, 0, 8 << 20} {
+				_, b, err := get(c, fmt.Sprintf("/%d/%d", i, size))
+				if err != nil || !bytes.Equal(b, body(i, size)) {
+					time.Sleep(100 * time.Millisecond); st.mu.Lock(); t.Fatalf("response %d (%d bytes): %d bytes back, %v, errors %v", i, size, len(b), err, st.errs)
+				}
+			}
+			c2, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c2.Close()
+			_ = c2.SetDeadline(time.Now().Add(60 * time.Second))
+			if _, b, err := get(c2, "/7/2000000/close"); err != nil || !bytes.Equal(b, body(7, 2000000)) {
+				t.Fatalf("close-delimited: %d bytes, %v", len(b), err)
+			}
+			assertEmpty(t, s)
+		})
+	}
+}
+
+// TestConcurrentStreams: many clients at once, each several responses.
+func TestConcurrentStreams(t *testing.T) {
+	up := upstream(t)
+	for _, s := range steerers(t) {
+		t.Run(string(s.Mode()), func(t *testing.T) {
+			addr, st := proxy(t, s, up)
+			var wg sync.WaitGroup
+			errs := make(chan error, 32)
+			for k := range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer c.Close()
+					_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+					for i := range 5 {
+						id, size := k*10+i, 1000+k*77777+i*31
+						if _, b, err := get(c, fmt.Sprintf("/%d/%d", id, size)); err != nil || !bytes.Equal(b, body(id, size)) {
+							errs <- fmt.Errorf("client %d response %d: %d bytes, %v", k, i, len(b), err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatalf("%v (proxy errors %v)", err, st.errs)
+			}
+			assertEmpty(t, s)
+		})
+	}
+}
+
+// TestResets: an upstream reset mid-response ends that client connection
+// with an error and leaves nothing behind in the maps; so does a client
+// that resets while its response is steered.
+func TestResets(t *testing.T) {
+	up := upstream(t)
+	for _, s := range steerers(t) {
+		t.Run(string(s.Mode()), func(t *testing.T) {
+			addr, st := proxy(t, s, up)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, _, err := get(c, "/1/4000000/reset"); err == nil {
+				t.Fatal("a response cut by an upstream reset read as whole")
+			}
+			c.Close()
+			// A client that goes away mid-response.
+			c, err = net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET /2/%d HTTP/1.1\r\n\r\n", 64<<20)
+			_, _ = c.Read(make([]byte, 1000))
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+			deadline := time.Now().Add(20 * time.Second)
+			for !mapsEmpty(s) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			assertEmpty(t, s)
+			_ = st
+		})
+	}
+}
+
+func mapsEmpty(s Steerer) bool {
+	sm, ok := s.(*sockmap)
+	if !ok {
+		return true
+	}
+	for _, m := range []interface {
+		NextKey(key, next any) error
+	}{sm.o.ctl, sm.o.stat, sm.o.socks, sm.o.clients} {
+		var k uint64
+		if err := m.NextKey(nil, &k); err == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func assertEmpty(t *testing.T, s Steerer) {
+	t.Helper()
+	if !mapsEmpty(s) {
+		t.Fatal("entries left in the maps after every stream ended")
+	}
+}
+
+
+// TestSlowClient: a client that stops reading does not make the kernel
+// hold the upstream's bytes without bound: the upstream stalls within a
+// bound, and the response still arrives whole when the client reads again.
+func TestSlowClient(t *testing.T) {
+	up := upstream(t)
+	for _, s := range steerers(t) {
+		t.Run(string(s.Mode()), func(t *testing.T) {
+			addr, st := proxy(t, s, up)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+			_ = c.SetDeadline(time.Now().Add(120 * time.Second))
+			const size = 256 << 20
+			before := upstreamWritten.Load()
+			fmt.Fprintf(c, "GET /3/%d HTTP/1.1\r\n\r\n", size)
+			var head []byte
+			one := make([]byte, 1)
+			for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+				if _, err := c.Read(one); err != nil {
+					t.Fatal(err)
+				}
+				head = append(head, one[0])
+			}
+			got := make([]byte, size)
+			if _, err := io.ReadFull(c, got[:1000]); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second) // not reading
+			stalled := upstreamWritten.Load() - before
+			if stalled > 96<<20 {
+				t.Fatalf("the upstream wrote %d MB while the client read nothing", stalled>>20)
+			}
+			if _, err := io.ReadFull(c, got[1000:]); err != nil {
+				st.mu.Lock()
+				t.Fatalf("reading the rest: %v (%v)", err, st.errs)
+			}
+			if !bytes.Equal(got, body(3, size)) {
+				t.Fatal("the response changed on the way")
+			}
+			t.Logf("%s: upstream wrote %d MB while the client paused", s.Mode(), stalled>>20)
+		})
+	}
+}
