@@ -18,9 +18,9 @@ type objects struct {
 	// (its next request) keep the normal path, so taking it out of the map
 	// can lose nothing queued for user space.
 	socks, clients, ctl, stat, done *ebpf.Map
-	prog                   *ebpf.Program
-	attached               bool
-	events                 *ringbuf.Reader
+	prog                            *ebpf.Program
+	attached                        bool
+	events                          *ringbuf.Reader
 }
 
 // load creates the maps, loads the verdict program and attaches it to the

@@ -59,7 +59,7 @@ type userPair struct {
 }
 
 func (p *userPair) Read(b []byte) (int, error) { return p.up.Read(b) }
-func (p *userPair) Release() error            { return nil }
+func (p *userPair) Release() error             { return nil }
 
 func (p *userPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 	stop := context.AfterFunc(ctx, func() { _ = p.up.SetReadDeadline(aLongTimeAgo) })

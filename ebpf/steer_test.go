@@ -237,7 +237,9 @@ func TestByteExact(t *testing.T) {
 			for i, size := range []int{0, 1, 100, 1460, 65535, 65536, 1 << 20, 3<<20 + 17, 0, 8 << 20} {
 				_, b, err := get(c, fmt.Sprintf("/%d/%d", i, size))
 				if err != nil || !bytes.Equal(b, body(i, size)) {
-					time.Sleep(100 * time.Millisecond); st.mu.Lock(); t.Fatalf("response %d (%d bytes): %d bytes back, %v, errors %v", i, size, len(b), err, st.errs)
+					time.Sleep(100 * time.Millisecond)
+					st.mu.Lock()
+					t.Fatalf("response %d (%d bytes): %d bytes back, %v, errors %v", i, size, len(b), err, st.errs)
 				}
 			}
 			c2, err := net.Dial("tcp", addr)
@@ -350,7 +352,6 @@ func assertEmpty(t *testing.T, s Steerer) {
 		t.Fatal("entries left in the maps after every stream ended")
 	}
 }
-
 
 // TestSlowClient: a client that stops reading does not make the kernel
 // hold the upstream's bytes without bound: the upstream stalls within a
