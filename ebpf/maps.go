@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
 )
 
 // maxPairs bounds the streams steered at once.
@@ -26,6 +27,11 @@ type objects struct {
 // load creates the maps, loads the verdict program and attaches it to the
 // socket hash.
 func load() (*objects, error) {
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; later ones
+	// to the cgroup, where this does nothing.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("ebpf: raising RLIMIT_MEMLOCK: %w", err)
+	}
 	o := &objects{}
 	var err error
 	if o.socks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_socks", Type: ebpf.SockHash, KeySize: 8, ValueSize: 8, MaxEntries: maxPairs}); err != nil {
