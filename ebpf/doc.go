@@ -1,7 +1,9 @@
 // Package ebpf steers the bytes of an engine's response from the upstream
 // socket to the client's socket without user space (ModeSockmap), or with
 // splice(2) (ModeSplice), or by copying (ModeCopy); Open picks the fastest
-// mode the kernel supports that passes a self-test, and says why.
+// mode the kernel supports that passes a self-test, and says why. Measured
+// on loopback, splice is as fast as sockmap on large bodies and much
+// faster on streams of small events, so it comes first (Preference).
 //
 // The sockmap mode: upstream sockets live in a SOCKHASH keyed by socket
 // cookie with an sk_skb stream-verdict program attached (written with
