@@ -19,9 +19,9 @@ import (
 // ringFlags configure this replica's part in the replica ring (syncring).
 type ringFlags struct {
 	id, listen, peers, secretFile, secretFlag, compress string
-	interval, heartbeat, deadAfter          time.Duration
-	broadcast                               bool
-	secret                                  []byte
+	interval, heartbeat, deadAfter                      time.Duration
+	broadcast                                           bool
+	secret                                              []byte
 }
 
 func (f *ringFlags) register(fs *flag.FlagSet) {
