@@ -51,6 +51,9 @@ func (g *Gateway) messages(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if e := g.promptLimit(len(req.tokens)); e != nil {
 		return fail(e)
 	}
+	if status, ok := g.passthrough(w, r, req, flavorAnthropic); ok {
+		return status
+	}
 	out := &anthropicOut{w: w, id: "msg_" + reqID, model: req.model, stream: body.Stream, promptTokens: uint32(len(req.tokens))}
 	return g.run(w, req, out)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/passthrough"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
 )
@@ -27,6 +28,8 @@ type Gateway struct {
 	// FirstTokenTimeout bounds the wait for the first token (504 after).
 	FirstTokenTimeout time.Duration
 	Metrics           *Metrics
+	// Passthrough holds the HTTP engines (--http-engine), nil without.
+	Passthrough *passthrough.Pool
 }
 
 // ServeHTTP implements httpx.Handler.
@@ -104,6 +107,13 @@ func (g *Gateway) ready() bool {
 	for _, ok := range models {
 		if !ok {
 			return false
+		}
+	}
+	if len(models) == 0 && g.Passthrough != nil {
+		for _, e := range g.Passthrough.Engines {
+			if e.Healthy() {
+				return true
+			}
 		}
 	}
 	return len(models) > 0

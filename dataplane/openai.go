@@ -136,7 +136,12 @@ func (g *Gateway) connecting() bool {
 	return false
 }
 
+// serves reports whether a wire engine or an HTTP engine serves model.
 func (g *Gateway) serves(model string) bool {
+	return g.servesWire(model) || (g.Passthrough != nil && g.Passthrough.Serves(model))
+}
+
+func (g *Gateway) servesWire(model string) bool {
 	for _, e := range g.Pool.Engines() {
 		if e.Serves(model) {
 			return true
@@ -165,7 +170,7 @@ func (g *Gateway) completions(w *httpx.ResponseWriter, r *httpx.Request, reqID s
 		writeError(w, flavorOpenAI, e)
 		return e.status
 	}
-	return g.serveOpenAI(w, &body.samplingFields, reqID, false, func(req *genRequest) (e *apiError) {
+	return g.serveOpenAI(w, r, &body.samplingFields, reqID, false, func(req *genRequest) (e *apiError) {
 		req.tokens, e = g.promptTokens(body.Prompt)
 		return e
 	})
@@ -173,7 +178,7 @@ func (g *Gateway) completions(w *httpx.ResponseWriter, r *httpx.Request, reqID s
 
 // serveOpenAI validates the sampling fields, lets prepare fill in the
 // prompt (and constraints), checks its length and runs the request.
-func (g *Gateway) serveOpenAI(w *httpx.ResponseWriter, f *samplingFields, reqID string, chat bool,
+func (g *Gateway) serveOpenAI(w *httpx.ResponseWriter, r *httpx.Request, f *samplingFields, reqID string, chat bool,
 	prepare func(*genRequest) *apiError) int {
 	defaultMax, prefix := int64(16), "cmpl-"
 	if chat {
@@ -189,6 +194,9 @@ func (g *Gateway) serveOpenAI(w *httpx.ResponseWriter, f *samplingFields, reqID 
 	if e != nil {
 		writeError(w, flavorOpenAI, e)
 		return e.status
+	}
+	if status, ok := g.passthrough(w, r, req, flavorOpenAI); ok {
+		return status
 	}
 	out := &openaiOut{w: w, id: prefix + reqID, model: req.model, created: time.Now().Unix(), chat: chat,
 		stream: f.Stream, includeUsage: f.StreamOptions != nil && f.StreamOptions.IncludeUsage}
@@ -242,7 +250,7 @@ func (g *Gateway) chatCompletions(w *httpx.ResponseWriter, r *httpx.Request, req
 		writeError(w, flavorOpenAI, e)
 		return e.status
 	}
-	return g.serveOpenAI(w, &body.samplingFields, reqID, true, func(req *genRequest) (e *apiError) {
+	return g.serveOpenAI(w, r, &body.samplingFields, reqID, true, func(req *genRequest) (e *apiError) {
 		if req.guided, e = guidedOf(body.ResponseFormat, body.ToolChoice); e != nil {
 			return e
 		}
@@ -414,6 +422,13 @@ func (g *Gateway) models(w *httpx.ResponseWriter, _ *httpx.Request, _ string) in
 		for _, l := range info.LoRAs {
 			if len(info.Models) > 0 {
 				add(l.Name, map[string]any{"parent": info.Models[0]})
+			}
+		}
+	}
+	if g.Passthrough != nil {
+		for _, e := range g.Passthrough.Engines {
+			for _, m := range e.Models() {
+				add(m, nil)
 			}
 		}
 	}

@@ -368,7 +368,7 @@ func TestSlowClient(t *testing.T) {
 			defer c.Close()
 			_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
 			_ = c.SetDeadline(time.Now().Add(120 * time.Second))
-			const size = 256 << 20
+			const size = 128 << 20
 			before := upstreamWritten.Load()
 			fmt.Fprintf(c, "GET /3/%d HTTP/1.1\r\n\r\n", size)
 			var head []byte
@@ -385,7 +385,7 @@ func TestSlowClient(t *testing.T) {
 			}
 			time.Sleep(time.Second) // not reading
 			stalled := upstreamWritten.Load() - before
-			if stalled > 96<<20 {
+			if stalled > 64<<20 {
 				t.Fatalf("the upstream wrote %d MB while the client read nothing", stalled>>20)
 			}
 			if _, err := io.ReadFull(c, got[1000:]); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane"
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/passthrough"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/kvstore"
@@ -28,6 +29,7 @@ type daemon struct {
 	sims   []*sim.Server
 	pool   *engine.Pool
 	ring   *syncring.Ring
+	steer  *passthrough.Pool
 	http   *httpx.Server
 	admin  *http.Server
 	served chan error
@@ -59,12 +61,18 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		d.close()
 		return nil, err
 	}
+	httpPool, err := startPassthrough(c, log)
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	d.steer = httpPool
 	metrics := dataplane.NewMetrics(d.pool, router)
 	if d.ring != nil {
 		metrics.RegisterRing(d.ring)
 	}
 	gw := &dataplane.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
-		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: metrics}
+		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: metrics, Passthrough: httpPool}
 	c.http.Logger = log
 	d.http = httpx.NewServer(c.http, gw)
 	go func() { d.served <- d.http.Serve() }()
@@ -215,6 +223,9 @@ func (d *daemon) close() {
 	}
 	if d.pool != nil {
 		d.pool.Close()
+	}
+	if d.steer != nil {
+		_ = d.steer.Steer.Close()
 	}
 	for _, s := range d.sims {
 		s.Close()

@@ -39,6 +39,8 @@ type config struct {
 	logLevel            slog.Level
 	checkOnly           bool
 	ring                ringFlags
+	httpEngines         []string
+	steering            string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -77,6 +79,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line")
 	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
 	c.ring.register(fs)
+	fs.Func("http-engine", "an OpenAI-compatible HTTP engine, http://HOST:PORT (repeatable, or comma-separated): routed by approximate prefix, requests forwarded unchanged", func(v string) error {
+		for _, u := range strings.Split(v, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				c.httpEngines = append(c.httpEngines, u)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&c.steering, "steering", "auto", "how HTTP engines' responses reach clients: sockmap (in the kernel), splice, copy, or auto (the fastest that works here)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kvgate [flags]\n\nRoutes LLM requests to the engine holding the most of their KV cache.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -109,8 +120,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			c.engines = append(c.engines, e)
 		}
 	}
-	if (len(c.engines) == 0) == (c.simEngines == 0) {
-		return nil, errors.New("give either --engine HOST:PORT,... or --sim-engines N")
+	if len(c.engines) > 0 && c.simEngines > 0 || len(c.engines) == 0 && c.simEngines == 0 && len(c.httpEngines) == 0 {
+		return nil, errors.New("give --engine HOST:PORT,... or --sim-engines N (and/or --http-engine URL)")
+	}
+	if len(c.httpEngines) > 0 {
+		c.http.KeepRaw = true
 	}
 	if *apiKey != "" {
 		c.apiKeys[*apiKey] = true

@@ -18,6 +18,7 @@ type Request struct {
 	Body                   []byte
 	RemoteAddr             string
 	close                  bool
+	raw                    []byte
 }
 
 // Header is an ordered list of fields; lookups ignore case.

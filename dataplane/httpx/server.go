@@ -35,7 +35,10 @@ type Config struct {
 	// SocketSendBuffer sets SO_SNDBUF of client sockets (0: the kernel's
 	// autotuning). What the kernel buffers is invisible to MaxPendingWrite.
 	SocketSendBuffer int
-	Logger           *slog.Logger
+	// KeepRaw keeps each request's bytes as sent (Request.Raw), for
+	// handlers that forward requests unchanged.
+	KeepRaw bool
+	Logger  *slog.Logger
 }
 
 // DefaultConfig returns the server defaults.
@@ -181,6 +184,9 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			st.since.Store(time.Now().UnixNano())
 		}
 		return gnet.None
+	}
+	if s.cfg.KeepRaw { // before Discard: buf is gnet's
+		res.req.raw = append([]byte(nil), buf[:res.consumed]...)
 	}
 	_, _ = c.Discard(res.consumed)
 	st.continueSent = false
