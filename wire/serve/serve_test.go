@@ -40,7 +40,9 @@ func (f *fake) Cancel(k Key) {
 	f.srv.Deliver([]Tokens{{Key: k, Msg: wire.TokensMsg{Flags: wire.TokLast, Finish: wire.FinishCancelled}}})
 }
 
-func (f *fake) Load() []wire.Load { return []wire.Load{{DPRank: 0, Running: 3}, {DPRank: 1, Waiting: 2}} }
+func (f *fake) Load() []wire.Load {
+	return []wire.Load{{DPRank: 0, Running: 3}, {DPRank: 1, Waiting: 2}}
+}
 
 func (f *fake) Snapshot(conn uint64, id uint32) {
 	f.mu.Lock()
