@@ -24,7 +24,7 @@ var (
 )
 
 // binary builds every command once per test run and returns the path of one.
-func binary(t *testing.T, name string) string {
+func binary(t testing.TB, name string) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "kvgate-e2e-bin")
@@ -51,7 +51,7 @@ type proc struct {
 }
 
 // start runs a binary; it is killed when the test ends if still running.
-func start(t *testing.T, name string, args ...string) *proc {
+func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary(t, name), args...)
 	stderr, err := cmd.StderrPipe()
@@ -86,7 +86,7 @@ func start(t *testing.T, name string, args ...string) *proc {
 }
 
 // waitLog returns the first log line whose msg contains substr.
-func (p *proc) waitLog(t *testing.T, substr string) map[string]any {
+func (p *proc) waitLog(t testing.TB, substr string) map[string]any {
 	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
