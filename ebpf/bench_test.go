@@ -2,7 +2,6 @@ package ebpf
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvgate/kvgate/perf/cpustat"
 )
 
 // TestHelperProxy is the steering proxy as its own process, for the
@@ -157,7 +158,7 @@ func benchProxy(b *testing.B, mode Mode, up, path string, closeDelimited bool, p
 	}
 	dial()
 	buf := make([]byte, 256<<10)
-	proc0, mach0 := procCPU(cmd.Process.Pid), machineCPU()
+	proc0, mach0 := cpustat.Process(cmd.Process.Pid), cpustat.Machine()
 	start := time.Now()
 	b.ResetTimer()
 	for range b.N {
@@ -195,38 +196,9 @@ func benchProxy(b *testing.B, mode Mode, up, path string, closeDelimited bool, p
 	wall := time.Since(start).Seconds()
 	gb := float64(per) * float64(b.N) / 1e9
 	b.ReportMetric(gb*1e3/wall, "MB/s")
-	b.ReportMetric((procCPU(cmd.Process.Pid)-proc0)/gb, "proxy-cpu-s/GB")
-	b.ReportMetric((machineCPU()-mach0)/gb, "machine-cpu-s/GB")
+	b.ReportMetric((cpustat.Process(cmd.Process.Pid)-proc0)/gb, "proxy-cpu-s/GB")
+	b.ReportMetric((cpustat.Machine()-mach0)/gb, "machine-cpu-s/GB")
 	if c != nil {
 		c.Close()
 	}
-}
-
-// procCPU is a process's user + system CPU seconds.
-func procCPU(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / 100 // USER_HZ
-}
-
-// machineCPU is the busy CPU seconds of all cores.
-func machineCPU() float64 {
-	raw, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])[1:]
-	var busy float64
-	for i, v := range f {
-		x, _ := strconv.ParseFloat(v, 64)
-		if i != 3 && i != 4 { // idle, iowait
-			busy += x
-		}
-	}
-	return busy / 100
 }

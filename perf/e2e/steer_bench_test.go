@@ -9,11 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvgate/kvgate/perf/cpustat"
 )
 
 // rawEngine is an HTTP engine fast enough not to be the bottleneck: a
@@ -106,7 +107,7 @@ func BenchmarkPassthroughSteering(b *testing.B) {
 				client := &http.Client{Timeout: 10 * time.Minute}
 				buf := make([]byte, 1<<20)
 				req := fmt.Sprintf(`{"model":%q,"prompt":"benchmark","max_tokens":4,"user":%q}`, model, kind)
-				proc0, mach0 := procSeconds(p.cmd.Process.Pid), machineSeconds()
+				proc0, mach0 := cpustat.Process(p.cmd.Process.Pid), cpustat.Machine()
 				t0 := time.Now()
 				b.ResetTimer()
 				var got int64
@@ -130,35 +131,9 @@ func BenchmarkPassthroughSteering(b *testing.B) {
 					b.Fatalf("%d of %d bytes", got, per*int64(b.N))
 				}
 				b.ReportMetric(gb*1e3/wall, "MB/s")
-				b.ReportMetric((procSeconds(p.cmd.Process.Pid)-proc0)/gb, "kvgate-cpu-s/GB")
-				b.ReportMetric((machineSeconds()-mach0)/gb, "machine-cpu-s/GB")
+				b.ReportMetric((cpustat.Process(p.cmd.Process.Pid)-proc0)/gb, "kvgate-cpu-s/GB")
+				b.ReportMetric((cpustat.Machine()-mach0)/gb, "machine-cpu-s/GB")
 			})
 		}
 	}
-}
-
-func procSeconds(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / 100
-}
-
-func machineSeconds() float64 {
-	raw, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	var busy float64
-	for i, v := range strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])[1:] {
-		x, _ := strconv.ParseFloat(v, 64)
-		if i != 3 && i != 4 {
-			busy += x
-		}
-	}
-	return busy / 100
 }
