@@ -14,15 +14,16 @@ import (
 // replicaFlags run several kvgate replicas in front of the same engines,
 // synced through the replica ring or not, with the load spread over them.
 type replicaFlags struct {
-	n        int
-	sync     string
-	interval time.Duration
+	n, targets int
+	sync       string
+	interval   time.Duration
 }
 
 func (r *replicaFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.n, "replicas", 1, "kvgate replicas in front of the engines; requests go to them in turn")
 	fs.StringVar(&r.sync, "sync", "broadcast", "replica sync: none (each routes alone), rounds (ring all-reduce only), broadcast (rounds and reservation broadcast)")
 	fs.DurationVar(&r.interval, "sync-interval", 5*time.Millisecond, "ring all-reduce interval")
+	fs.IntVar(&r.targets, "target-replicas", 0, "send requests to the first K replicas only (0: all); the others run, hear every engine and join the ring")
 }
 
 func (r *replicaFlags) check() error {
@@ -31,14 +32,14 @@ func (r *replicaFlags) check() error {
 	default:
 		return fmt.Errorf("--sync %q: none, rounds or broadcast", r.sync)
 	}
-	if r.n < 1 {
-		return fmt.Errorf("--replicas %d: at least 1", r.n)
+	if r.n < 1 || r.targets < 0 || r.targets > r.n {
+		return fmt.Errorf("--replicas %d, --target-replicas %d: at least 1 replica, at most that many targets", r.n, r.targets)
 	}
 	return nil
 }
 
 func (r *replicaFlags) record(flags map[string]any) {
-	flags["replicas"], flags["sync"], flags["sync_interval"] = r.n, r.sync, r.interval.String()
+	flags["replicas"], flags["sync"], flags["sync_interval"], flags["target_replicas"] = r.n, r.sync, r.interval.String(), r.targets
 }
 
 // startRouters starts the replicas (kvgate processes) and returns their base
@@ -87,6 +88,9 @@ func (r *replicaFlags) startRouters(ctx context.Context, bin, policy string, eng
 			return "", nil, err
 		}
 		bases = append(bases, base)
+	}
+	if r.targets > 0 {
+		bases = bases[:r.targets]
 	}
 	return strings.Join(bases, ","), stop, nil
 }
