@@ -168,17 +168,19 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 	if total >= 0 {
 		limit = uint64(total)
 	}
-	base, err := enteredBytes(p.client)
+	si, err := readSock(p.client)
 	if err != nil {
 		return 0, err
 	}
-	ackedBase, err := ackedBytes(p.client)
-	if err != nil {
-		return 0, err
-	}
+	base, ackedBase := si.entered(), si.acked
+	// credit lets the program run MaxClientQueue bytes past what the client
+	// has acknowledged of this response; it also checks the client is there.
 	credit := func() (uint64, error) {
-		acked, err := ackedBytes(p.client)
-		return uint64(read) + (acked - ackedBase) + MaxClientQueue, err
+		si, err := readSock(p.client)
+		if err == nil {
+			err = si.alive()
+		}
+		return uint64(read) + (si.acked - ackedBase) + MaxClientQueue, err
 	}
 	p.s.mu.Lock()
 	p.s.waiting[p.upCookie] = p
@@ -208,9 +210,6 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if err := clientAlive(p.client); err != nil {
 			return 0, err
 		}
 		_ = p.up.SetReadDeadline(time.Now().Add(checkEvery))
@@ -267,14 +266,14 @@ func (p *smPair) waitRedirected(ctx context.Context, base, written uint64) error
 			return err
 		}
 		redirected := seen - passed
-		now, err := enteredBytes(p.client)
+		si, err := readSock(p.client)
 		if err != nil {
 			return err
 		}
-		if now-base >= written+redirected {
+		if si.entered()-base >= written+redirected {
 			return nil
 		}
-		if err := clientAlive(p.client); err != nil {
+		if err := si.alive(); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -304,36 +303,32 @@ func (p *smPair) forget() error {
 	return errors.Join(errs...)
 }
 
-// ackedBytes is every byte c's peer has acknowledged (TCP_INFO).
-func ackedBytes(c *net.TCPConn) (uint64, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var n uint64
-	var serr error
-	err = raw.Control(func(f uintptr) {
-		info, err := unix.GetsockoptTCPInfo(int(f), unix.IPPROTO_TCP, unix.TCP_INFO)
-		if err != nil {
-			serr = err
-			return
-		}
-		n = info.Bytes_acked
-	})
-	if err == nil {
-		err = serr
-	}
-	return n, err
+// sockInfo is what TCP_INFO and SIOCOUTQ say of a client socket.
+type sockInfo struct {
+	acked  uint64 // bytes the peer acknowledged
+	queued uint64 // bytes in the send queue, not acknowledged yet
+	state  uint8
 }
 
-// enteredBytes is every byte written into c's socket so far: acknowledged
-// plus still queued (TCP_INFO's bytes_acked and SIOCOUTQ).
-func enteredBytes(c *net.TCPConn) (uint64, error) {
+// entered is every byte written into the socket so far.
+func (i sockInfo) entered() uint64 { return i.acked + i.queued }
+
+// errClientGone: the client's connection is no longer established.
+var errClientGone = errors.New("ebpf: client connection closed or reset")
+
+func (i sockInfo) alive() error {
+	if i.state != unix.BPF_TCP_ESTABLISHED && i.state != unix.BPF_TCP_CLOSE_WAIT {
+		return errClientGone
+	}
+	return nil
+}
+
+func readSock(c *net.TCPConn) (sockInfo, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return sockInfo{}, err
 	}
-	var n uint64
+	var si sockInfo
 	var serr error
 	err = raw.Control(func(f uintptr) {
 		info, err := unix.GetsockoptTCPInfo(int(f), unix.IPPROTO_TCP, unix.TCP_INFO)
@@ -346,42 +341,12 @@ func enteredBytes(c *net.TCPConn) (uint64, error) {
 			serr = err
 			return
 		}
-		n = info.Bytes_acked + uint64(q)
+		si = sockInfo{acked: info.Bytes_acked, queued: uint64(q), state: info.State}
 	})
 	if err == nil {
 		err = serr
 	}
-	return n, err
-}
-
-// errClientGone: the client's connection is no longer established.
-var errClientGone = errors.New("ebpf: client connection closed or reset")
-
-func clientAlive(c *net.TCPConn) error {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var state uint8
-	var serr error
-	err = raw.Control(func(f uintptr) {
-		info, err := unix.GetsockoptTCPInfo(int(f), unix.IPPROTO_TCP, unix.TCP_INFO)
-		if err != nil {
-			serr = err
-			return
-		}
-		state = info.State
-	})
-	if err == nil {
-		err = serr
-	}
-	if err != nil {
-		return err
-	}
-	if state != unix.BPF_TCP_ESTABLISHED && state != unix.BPF_TCP_CLOSE_WAIT {
-		return errClientGone
-	}
-	return nil
+	return si, err
 }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
