@@ -28,9 +28,13 @@ func body(id, n int) []byte {
 // upstreamWritten counts the body bytes upstreams have written.
 var upstreamWritten atomic.Int64
 
-// upstream answers "GET /<id>/<size>[/close]" with that many bytes, with
-// Content-Length, or until it closes the connection.
-func upstream(t *testing.T) string {
+// bodies caches body(id, size) for upstream.
+var bodies sync.Map
+
+// upstream answers "GET /<id>/<size>[/close|/reset]" with that many bytes,
+// with Content-Length, or until it closes the connection (or resets it
+// halfway).
+func upstream(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,7 +65,12 @@ func upstream(t *testing.T) string {
 				} else {
 					hdr = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
 				}
-				b := body(id, size)
+				key := [2]int{id, size}
+				v, ok := bodies.Load(key)
+				if !ok {
+					v, _ = bodies.LoadOrStore(key, body(id, size))
+				}
+				b := v.([]byte)
 				if reset {
 					_, _ = c.Write(append([]byte(hdr), b[:size/2]...))
 					time.Sleep(20 * time.Millisecond)
