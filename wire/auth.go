@@ -4,6 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
+	"os"
+	"strings"
 )
 
 // Proof labels keep the two directions apart, so that neither side's proof
@@ -43,4 +46,22 @@ func NewNonce() [32]byte {
 	var n [32]byte
 	_, _ = rand.Read(n[:]) // crypto/rand.Read never fails on supported platforms
 	return n
+}
+
+// LoadSecret returns the shared secret from the environment variable env
+// (when set) or, taking precedence, from file (when given; surrounding
+// white space trimmed). Neither: nil, no authentication.
+func LoadSecret(env, file string) ([]byte, error) {
+	var secret []byte
+	if s := os.Getenv(env); s != "" {
+		secret = []byte(s)
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading the secret: %w", err)
+		}
+		secret = []byte(strings.TrimSpace(string(b)))
+	}
+	return secret, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -204,5 +205,26 @@ func TestHandshakeCheckRefusesBlockSize(t *testing.T) {
 	d, _ := pair(t, cfg, engineCfg(""))
 	if d.err == nil {
 		t.Fatal("dialer accepted a block size its check refuses")
+	}
+}
+
+// TestLoadSecret: the file wins over the environment; neither is no secret.
+func TestLoadSecret(t *testing.T) {
+	t.Setenv("KVGATE_TEST_SECRET", "from-env")
+	if s, err := LoadSecret("KVGATE_TEST_SECRET", ""); err != nil || string(s) != "from-env" {
+		t.Fatalf("env: %q %v", s, err)
+	}
+	f := t.TempDir() + "/secret"
+	if err := os.WriteFile(f, []byte("  from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := LoadSecret("KVGATE_TEST_SECRET", f); err != nil || string(s) != "from-file" {
+		t.Fatalf("file: %q %v", s, err)
+	}
+	if s, err := LoadSecret("KVGATE_TEST_UNSET", ""); err != nil || s != nil {
+		t.Fatalf("none: %q %v", s, err)
+	}
+	if _, err := LoadSecret("KVGATE_TEST_UNSET", f+".missing"); err == nil {
+		t.Fatal("a missing file read")
 	}
 }

@@ -91,15 +91,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, err
 	}
-	if s := os.Getenv("KVGATE_SECRET"); s != "" {
-		c.secret = []byte(s)
-	}
-	if *secretFile != "" {
-		b, err := os.ReadFile(*secretFile)
-		if err != nil {
-			return nil, err
-		}
-		c.secret = []byte(strings.TrimSpace(string(b)))
+	var err error
+	if c.secret, err = wire.LoadSecret("KVGATE_SECRET", *secretFile); err != nil {
+		return nil, fmt.Errorf("--secret-file: %w", err)
 	}
 	return c, nil
 }

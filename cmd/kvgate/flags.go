@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/wire"
 )
 
 var errHelp = errors.New("help")
@@ -134,15 +135,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, err
 		}
 	}
-	if s := os.Getenv("KVGATE_SECRET"); s != "" {
-		c.secret = []byte(s)
-	}
-	if *secretFile != "" {
-		b, err := os.ReadFile(*secretFile)
-		if err != nil {
-			return nil, fmt.Errorf("--engine-secret-file: %w", err)
-		}
-		c.secret = []byte(strings.TrimSpace(string(b)))
+	if c.secret, err = wire.LoadSecret("KVGATE_SECRET", *secretFile); err != nil {
+		return nil, fmt.Errorf("--engine-secret-file: %w", err)
 	}
 	if err := c.ring.check(c.engines); err != nil {
 		return nil, err

@@ -49,18 +49,12 @@ func (f *ringFlags) check(engines []string) error {
 	if f.id == "" {
 		return errors.New("--replica-id is required with --ring-listen")
 	}
-	if s := os.Getenv("KVGATE_RING_SECRET"); s != "" {
-		f.secret = []byte(s)
+	var err error
+	if f.secret, err = wire.LoadSecret("KVGATE_RING_SECRET", f.secretFile); err != nil {
+		return fmt.Errorf("--ring-secret-file: %w", err)
 	}
 	if f.secretFlag != "" {
 		f.secret = []byte(f.secretFlag)
-	}
-	if f.secretFile != "" {
-		b, err := os.ReadFile(f.secretFile)
-		if err != nil {
-			return fmt.Errorf("--ring-secret-file: %w", err)
-		}
-		f.secret = []byte(strings.TrimSpace(string(b)))
 	}
 	if _, err := f.codec(); err != nil {
 		return err
