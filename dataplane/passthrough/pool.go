@@ -32,13 +32,12 @@ const BlockSize = 16
 
 // Engine is one HTTP engine.
 type Engine struct {
-	URL      string
-	Host     string // host:port to dial
-	slot     kvstore.Slot
-	models   atomic.Pointer[[]string]
-	healthy  atomic.Bool
-	prefill  atomic.Int64 // uncached prompt tokens sent and not finished
-	requests atomic.Int64
+	URL     string
+	Host    string // host:port to dial
+	slot    kvstore.Slot
+	models  atomic.Pointer[[]string]
+	healthy atomic.Bool
+	prefill atomic.Int64 // uncached prompt tokens sent and not finished
 }
 
 // Healthy reports whether the engine answered its last poll.
@@ -214,12 +213,6 @@ func (p *Pool) pick(model string, tokens []uint32) (*Engine, func(), error) {
 	_ = p.index.RecordApprox(e.slot, hs)
 	uncached := int64(len(tokens) - bestCached)
 	e.prefill.Add(uncached)
-	e.requests.Add(1)
 	var once sync.Once
-	return e, func() {
-		once.Do(func() {
-			e.prefill.Add(-uncached)
-			e.requests.Add(-1)
-		})
-	}, nil
+	return e, func() { once.Do(func() { e.prefill.Add(-uncached) }) }, nil
 }
