@@ -33,11 +33,14 @@ const checkEvery = 2 * time.Millisecond
 
 // sockmap is the in-kernel steerer.
 type sockmap struct {
+	// life guards the maps against Close: pairs use them under RLock and
+	// find dead set once Close has taken them away.
+	life    sync.RWMutex
+	dead    bool
 	o       *objects
 	relayed atomic.Uint64 // bytes relayed in user space (passed, not redirected)
 	mu      sync.Mutex
 	waiting map[uint64]*smPair // by upstream cookie: who to wake on "done"
-	closed  chan struct{}
 }
 
 // NewSockmap loads the verdict program and its maps.
@@ -46,16 +49,35 @@ func NewSockmap() (Steerer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sockmap{o: o, waiting: map[uint64]*smPair{}, closed: make(chan struct{})}
+	s := &sockmap{o: o, waiting: map[uint64]*smPair{}}
 	go s.dispatch()
 	return s, nil
 }
 
+// ErrClosed: the steerer was closed while a pair still used it.
+var ErrClosed = errors.New("ebpf: steerer closed")
+
+// use runs f on the maps unless the steerer is closed.
+func (s *sockmap) use(f func(o *objects) error) error {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if s.dead {
+		return ErrClosed
+	}
+	return f(s.o)
+}
+
 func (s *sockmap) Mode() Mode { return ModeSockmap }
 
+// Close unloads the program and its maps; pairs still relaying fail with
+// ErrClosed (the kernel drops the sockets from the maps as they go).
 func (s *sockmap) Close() error {
-	close(s.closed)
-	s.o.close() // closes the ring buffer reader too: dispatch returns
+	s.life.Lock()
+	defer s.life.Unlock()
+	if !s.dead {
+		s.dead = true
+		s.o.close() // closes the ring buffer reader too: dispatch returns
+	}
 	return nil
 }
 
@@ -119,22 +141,26 @@ func (s *sockmap) Prepare(up, client *net.TCPConn) (Pair, error) {
 		return nil, err
 	}
 	binary.NativeEndian.PutUint64(p.ctl[ctlClient:], p.clCookie)
-	if err := s.o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateNoExist); err != nil {
-		return nil, fmt.Errorf("ebpf: control entry: %w", err)
-	}
-	if err := s.o.stat.Update(p.upCookie, make([]byte, statSize), ebpf.UpdateNoExist); err != nil {
-		p.forget()
-		return nil, fmt.Errorf("ebpf: counter entry: %w", err)
-	}
-	// The client first: the upstream's bytes may be redirected to it as
-	// soon as steering is on.
-	if err := s.o.clients.Update(p.clCookie, uint64(clFD), ebpf.UpdateAny); err != nil {
-		p.forget()
-		return nil, fmt.Errorf("ebpf: client socket into the hash: %w", err)
-	}
-	if err := s.o.socks.Update(p.upCookie, uint64(upFD), ebpf.UpdateNoExist); err != nil {
-		p.forget()
-		return nil, fmt.Errorf("ebpf: upstream socket into the hash: %w", err)
+	err = s.use(func(o *objects) error {
+		if err := o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateNoExist); err != nil {
+			return fmt.Errorf("ebpf: control entry: %w", err)
+		}
+		if err := o.stat.Update(p.upCookie, make([]byte, statSize), ebpf.UpdateNoExist); err != nil {
+			return fmt.Errorf("ebpf: counter entry: %w", err)
+		}
+		// The client first: the upstream's bytes may be redirected to it
+		// as soon as steering is on.
+		if err := o.clients.Update(p.clCookie, uint64(clFD), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("ebpf: client socket into the hash: %w", err)
+		}
+		if err := o.socks.Update(p.upCookie, uint64(upFD), ebpf.UpdateNoExist); err != nil {
+			return fmt.Errorf("ebpf: upstream socket into the hash: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = p.forget()
+		return nil, err
 	}
 	return p, nil
 }
@@ -147,12 +173,12 @@ func (p *smPair) setCtl(consumed, limit, credit uint64) error {
 	binary.NativeEndian.PutUint64(p.ctl[ctlConsumed:], consumed)
 	binary.NativeEndian.PutUint64(p.ctl[ctlLimit:], limit)
 	binary.NativeEndian.PutUint64(p.ctl[ctlCredit:], credit)
-	return p.s.o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateExist)
+	return p.s.use(func(o *objects) error { return o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateExist) })
 }
 
 func (p *smPair) stat() (passed, total uint64, err error) {
 	var v [statSize]byte
-	if err := p.s.o.stat.Lookup(p.upCookie, v[:]); err != nil {
+	if err := p.s.use(func(o *objects) error { return o.stat.Lookup(p.upCookie, v[:]) }); err != nil {
 		return 0, 0, err
 	}
 	return binary.NativeEndian.Uint64(v[statPassed:]), binary.NativeEndian.Uint64(v[statTotal:]), nil
@@ -293,14 +319,20 @@ func (p *smPair) Release() error {
 }
 
 func (p *smPair) forget() error {
-	var errs []error
-	for _, err := range []error{p.s.o.socks.Delete(p.upCookie), p.s.o.clients.Delete(p.clCookie),
-		p.s.o.ctl.Delete(p.upCookie), p.s.o.stat.Delete(p.upCookie)} {
-		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			errs = append(errs, err)
+	err := p.s.use(func(o *objects) error {
+		var errs []error
+		for _, err := range []error{o.socks.Delete(p.upCookie), o.clients.Delete(p.clCookie),
+			o.ctl.Delete(p.upCookie), o.stat.Delete(p.upCookie)} {
+			if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				errs = append(errs, err)
+			}
 		}
+		return errors.Join(errs...)
+	})
+	if errors.Is(err, ErrClosed) {
+		return nil // the maps are gone, and the sockets with them
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // sockInfo is what TCP_INFO and SIOCOUTQ say of a client socket.
