@@ -71,6 +71,9 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	if d.ring != nil {
 		metrics.RegisterRing(d.ring)
 	}
+	if httpPool != nil {
+		metrics.RegisterPassthrough(httpPool)
+	}
 	gw := &dataplane.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
 		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: metrics, Passthrough: httpPool}
 	c.http.Logger = log

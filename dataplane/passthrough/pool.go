@@ -43,6 +43,9 @@ type Engine struct {
 // Healthy reports whether the engine answered its last poll.
 func (e *Engine) Healthy() bool { return e.healthy.Load() }
 
+// InflightPrefill is the uncached prompt tokens sent and not finished.
+func (e *Engine) InflightPrefill() int64 { return e.prefill.Load() }
+
 // Models returns the models the engine listed.
 func (e *Engine) Models() []string {
 	if m := e.models.Load(); m != nil {

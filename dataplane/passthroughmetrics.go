@@ -1,0 +1,39 @@
+package dataplane
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvgate/kvgate/dataplane/passthrough"
+)
+
+// RegisterPassthrough adds the HTTP engines' metrics: readiness and the
+// prefill kvgate has in flight on each, and the steering mode in use.
+func (m *Metrics) RegisterPassthrough(p *passthrough.Pool) {
+	m.Registry.MustRegister(&passthroughCollector{p: p})
+}
+
+type passthroughCollector struct{ p *passthrough.Pool }
+
+var (
+	descHTTPReady   = prometheus.NewDesc("kvgate_http_engine_ready", "1 when the HTTP engine answered its last /v1/models poll.", []string{"engine"}, nil)
+	descHTTPPrefill = prometheus.NewDesc("kvgate_http_engine_inflight_prefill_tokens", "Uncached prompt tokens sent to the HTTP engine and not finished.", []string{"engine"}, nil)
+	descSteering    = prometheus.NewDesc("kvgate_steering_mode", "1 for the mode HTTP engines' responses are relayed with.", []string{"mode"}, nil)
+)
+
+func (c *passthroughCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descHTTPReady
+	ch <- descHTTPPrefill
+	ch <- descSteering
+}
+
+func (c *passthroughCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, e := range c.p.Engines {
+		ready := 0.0
+		if e.Healthy() {
+			ready = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descHTTPReady, prometheus.GaugeValue, ready, e.URL)
+		ch <- prometheus.MustNewConstMetric(descHTTPPrefill, prometheus.GaugeValue, float64(e.InflightPrefill()), e.URL)
+	}
+	ch <- prometheus.MustNewConstMetric(descSteering, prometheus.GaugeValue, 1, string(c.p.Steer.Mode()))
+}
