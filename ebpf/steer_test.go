@@ -233,110 +233,103 @@ func steerers(t *testing.T) []Steerer {
 // connection, arrive byte for byte through every mode; so do responses
 // ended by the upstream closing.
 func TestByteExact(t *testing.T) {
-	up := upstream(t)
-	for _, s := range steerers(t) {
-		t.Run(string(s.Mode()), func(t *testing.T) {
-			addr, st := proxy(t, s, up)
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
+	eachMode(t, func(t *testing.T, s Steerer, addr string, st *proxyStats) {
+		c := dial(t, addr, 60*time.Second)
+		for i, size := range []int{0, 1, 100, 1460, 65535, 65536, 1 << 20, 3<<20 + 17, 0, 8 << 20} {
+			_, b, err := get(c, fmt.Sprintf("/%d/%d", i, size))
+			if err != nil || !bytes.Equal(b, body(i, size)) {
+				time.Sleep(100 * time.Millisecond)
+				st.mu.Lock()
+				t.Fatalf("response %d (%d bytes): %d bytes back, %v, errors %v", i, size, len(b), err, st.errs)
 			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(60 * time.Second))
-			for i, size := range []int{0, 1, 100, 1460, 65535, 65536, 1 << 20, 3<<20 + 17, 0, 8 << 20} {
-				_, b, err := get(c, fmt.Sprintf("/%d/%d", i, size))
-				if err != nil || !bytes.Equal(b, body(i, size)) {
-					time.Sleep(100 * time.Millisecond)
-					st.mu.Lock()
-					t.Fatalf("response %d (%d bytes): %d bytes back, %v, errors %v", i, size, len(b), err, st.errs)
-				}
-			}
-			c2, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c2.Close()
-			_ = c2.SetDeadline(time.Now().Add(60 * time.Second))
-			if _, b, err := get(c2, "/7/2000000/close"); err != nil || !bytes.Equal(b, body(7, 2000000)) {
-				t.Fatalf("close-delimited: %d bytes, %v", len(b), err)
-			}
-			assertEmpty(t, s)
-		})
-	}
+		}
+		c2 := dial(t, addr, 60*time.Second)
+		if _, b, err := get(c2, "/7/2000000/close"); err != nil || !bytes.Equal(b, body(7, 2000000)) {
+			t.Fatalf("close-delimited: %d bytes, %v", len(b), err)
+		}
+		assertEmpty(t, s)
+	})
 }
 
 // TestConcurrentStreams: many clients at once, each several responses.
 func TestConcurrentStreams(t *testing.T) {
-	up := upstream(t)
-	for _, s := range steerers(t) {
-		t.Run(string(s.Mode()), func(t *testing.T) {
-			addr, st := proxy(t, s, up)
-			var wg sync.WaitGroup
-			errs := make(chan error, 32)
-			for k := range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					c, err := net.Dial("tcp", addr)
-					if err != nil {
-						errs <- err
+	eachMode(t, func(t *testing.T, s Steerer, addr string, st *proxyStats) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 32)
+		for k := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+				for i := range 5 {
+					id, size := k*10+i, 1000+k*77777+i*31
+					if _, b, err := get(c, fmt.Sprintf("/%d/%d", id, size)); err != nil || !bytes.Equal(b, body(id, size)) {
+						errs <- fmt.Errorf("client %d response %d: %d bytes, %v", k, i, len(b), err)
 						return
 					}
-					defer c.Close()
-					_ = c.SetDeadline(time.Now().Add(60 * time.Second))
-					for i := range 5 {
-						id, size := k*10+i, 1000+k*77777+i*31
-						if _, b, err := get(c, fmt.Sprintf("/%d/%d", id, size)); err != nil || !bytes.Equal(b, body(id, size)) {
-							errs <- fmt.Errorf("client %d response %d: %d bytes, %v", k, i, len(b), err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatalf("%v (proxy errors %v)", err, st.errs)
-			}
-			assertEmpty(t, s)
-		})
-	}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("%v (proxy errors %v)", err, st.errs)
+		}
+		assertEmpty(t, s)
+	})
 }
 
 // TestResets: an upstream reset mid-response ends that client connection
 // with an error and leaves nothing behind in the maps; so does a client
 // that resets while its response is steered.
 func TestResets(t *testing.T) {
+	eachMode(t, func(t *testing.T, s Steerer, addr string, _ *proxyStats) {
+		c := dial(t, addr, 30*time.Second)
+		if _, _, err := get(c, "/1/4000000/reset"); err == nil {
+			t.Fatal("a response cut by an upstream reset read as whole")
+		}
+		c.Close()
+		// A client that goes away mid-response.
+		c = dial(t, addr, 30*time.Second)
+		fmt.Fprintf(c, "GET /2/%d HTTP/1.1\r\n\r\n", 64<<20)
+		_, _ = c.Read(make([]byte, 1000))
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+		deadline := time.Now().Add(20 * time.Second)
+		for !mapsEmpty(s) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		assertEmpty(t, s)
+	})
+}
+
+// eachMode runs f as a subtest per steering mode, with a proxy in front of up.
+func eachMode(t *testing.T, f func(t *testing.T, s Steerer, addr string, st *proxyStats)) {
 	up := upstream(t)
 	for _, s := range steerers(t) {
 		t.Run(string(s.Mode()), func(t *testing.T) {
 			addr, st := proxy(t, s, up)
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-			if _, _, err := get(c, "/1/4000000/reset"); err == nil {
-				t.Fatal("a response cut by an upstream reset read as whole")
-			}
-			c.Close()
-			// A client that goes away mid-response.
-			c, err = net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(c, "GET /2/%d HTTP/1.1\r\n\r\n", 64<<20)
-			_, _ = c.Read(make([]byte, 1000))
-			c.(*net.TCPConn).SetLinger(0)
-			c.Close()
-			deadline := time.Now().Add(20 * time.Second)
-			for !mapsEmpty(s) && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			assertEmpty(t, s)
-			_ = st
+			f(t, s, addr, st)
 		})
 	}
+}
+
+// dial connects a client to the proxy, closed when the test ends.
+func dial(t *testing.T, addr string, within time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(within))
+	return c
 }
 
 func mapsEmpty(s Steerer) bool {
@@ -366,45 +359,36 @@ func assertEmpty(t *testing.T, s Steerer) {
 // hold the upstream's bytes without bound: the upstream stalls within a
 // bound, and the response still arrives whole when the client reads again.
 func TestSlowClient(t *testing.T) {
-	up := upstream(t)
-	for _, s := range steerers(t) {
-		t.Run(string(s.Mode()), func(t *testing.T) {
-			addr, st := proxy(t, s, up)
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
+	eachMode(t, func(t *testing.T, s Steerer, addr string, st *proxyStats) {
+		c := dial(t, addr, 120*time.Second)
+		_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+		const size = 128 << 20
+		before := upstreamWritten.Load()
+		fmt.Fprintf(c, "GET /3/%d HTTP/1.1\r\n\r\n", size)
+		var head []byte
+		one := make([]byte, 1)
+		for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+			if _, err := c.Read(one); err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
-			_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
-			_ = c.SetDeadline(time.Now().Add(120 * time.Second))
-			const size = 128 << 20
-			before := upstreamWritten.Load()
-			fmt.Fprintf(c, "GET /3/%d HTTP/1.1\r\n\r\n", size)
-			var head []byte
-			one := make([]byte, 1)
-			for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
-				if _, err := c.Read(one); err != nil {
-					t.Fatal(err)
-				}
-				head = append(head, one[0])
-			}
-			got := make([]byte, size)
-			if _, err := io.ReadFull(c, got[:1000]); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Second) // not reading
-			stalled := upstreamWritten.Load() - before
-			if stalled > 64<<20 {
-				t.Fatalf("the upstream wrote %d MB while the client read nothing", stalled>>20)
-			}
-			if _, err := io.ReadFull(c, got[1000:]); err != nil {
-				st.mu.Lock()
-				t.Fatalf("reading the rest: %v (%v)", err, st.errs)
-			}
-			if !bytes.Equal(got, body(3, size)) {
-				t.Fatal("the response changed on the way")
-			}
-			t.Logf("%s: upstream wrote %d MB while the client paused", s.Mode(), stalled>>20)
-		})
-	}
+			head = append(head, one[0])
+		}
+		got := make([]byte, size)
+		if _, err := io.ReadFull(c, got[:1000]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // not reading
+		stalled := upstreamWritten.Load() - before
+		if stalled > 64<<20 {
+			t.Fatalf("the upstream wrote %d MB while the client read nothing", stalled>>20)
+		}
+		if _, err := io.ReadFull(c, got[1000:]); err != nil {
+			st.mu.Lock()
+			t.Fatalf("reading the rest: %v (%v)", err, st.errs)
+		}
+		if !bytes.Equal(got, body(3, size)) {
+			t.Fatal("the response changed on the way")
+		}
+		t.Logf("%s: upstream wrote %d MB while the client paused", s.Mode(), stalled>>20)
+	})
 }
