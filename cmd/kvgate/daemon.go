@@ -228,7 +228,7 @@ func (d *daemon) close() {
 		d.pool.Close()
 	}
 	if d.steer != nil {
-		_ = d.steer.Steer.Close()
+		_ = d.steer.Close() // polling stops, the steering programs unload
 	}
 	for _, s := range d.sims {
 		s.Close()

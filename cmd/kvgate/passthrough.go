@@ -29,6 +29,6 @@ func startPassthrough(c *config, log *slog.Logger) (*passthrough.Pool, error) {
 	if err := p.WaitHealthy(ctx); err != nil {
 		log.Warn("HTTP engines not all answering yet", "err", err)
 	}
-	go p.Run(context.Background(), 2*time.Second)
+	p.Start(2 * time.Second)
 	return p, nil
 }

@@ -70,6 +70,8 @@ type Pool struct {
 	client  *http.Client
 	hashMu  sync.Mutex
 	hashers map[string]*kvstore.Hasher
+	stop    context.CancelFunc
+	polling sync.WaitGroup
 }
 
 // NewPool registers engines at urls (http://host:port) relayed with steer.
@@ -94,8 +96,25 @@ func NewPool(urls []string, steer ebpf.Steerer, w route.Weights, log *slog.Logge
 	return p, nil
 }
 
-// Run polls every engine's /v1/models (health and models) until ctx ends.
-func (p *Pool) Run(ctx context.Context, every time.Duration) {
+// Start polls every engine's /v1/models (health and models) every
+// interval until Close.
+func (p *Pool) Start(every time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.stop = cancel
+	p.polling.Add(1)
+	go func() { defer p.polling.Done(); p.run(ctx, every) }()
+}
+
+// Close stops polling and unloads the steering mode.
+func (p *Pool) Close() error {
+	if p.stop != nil {
+		p.stop()
+		p.polling.Wait()
+	}
+	return p.Steer.Close()
+}
+
+func (p *Pool) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
