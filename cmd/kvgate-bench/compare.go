@@ -37,6 +37,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU tier blocks per engine")
 	kvgateBin := fs.String("kvgate", "", "kvgate binary (default: next to kvgate-bench, then $PATH)")
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
+	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's, engines at --speed")
 	var rf replicaFlags
 	rf.register(fs)
 	wl, err := l.parse(fs, args)
@@ -46,6 +47,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := rf.check(); err != nil {
 		return err
 	}
+	wl.Denser(*load)
 	prof, err := sim.LoadProfile(*profile)
 	if err != nil {
 		return err
@@ -56,7 +58,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	cmp := &report.Comparison{Workload: l.workload, Policies: map[string]*loadgen.Result{}, Flags: l.flagMap()}
 	for k, v := range map[string]any{"engines": *engines, "sim_profile": prof.Name, "gpu_blocks": *gpuBlocks,
-		"cpu_blocks": *cpuBlocks, "policies": *policies} {
+		"cpu_blocks": *cpuBlocks, "policies": *policies, "load": *load} {
 		cmp.Flags[k] = v
 	}
 	rf.record(cmp.Flags)
@@ -127,6 +129,8 @@ func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Prof
 		cfg.ID = fmt.Sprintf("engine-%d", i)
 		cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks, cfg.Rank.CPUBlocks = l.model, prof, gpu, cpu
 		cfg.Speed = l.speed
+		// LOAD every 50 ms of engine time, as in simulate, not of wall time.
+		cfg.LoadInterval = max(time.Duration(float64(cfg.LoadInterval)/l.speed), time.Millisecond)
 		cfg.Rank.MaxModelLen = 1 << 20 // traces hold prompts beyond 128k tokens
 		s, err := sim.NewServer(cfg)
 		if err != nil {

@@ -28,6 +28,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	gpuBlocks := fs.Int("gpu-blocks", 16384, "GPU KV blocks per engine")
 	jsonOut := fs.String("json", "", "write results as JSON")
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
+	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,6 +36,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	wl.Denser(*load)
 	prof, err := sim.LoadProfile(*profile)
 	if err != nil {
 		return err
@@ -43,7 +45,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	rank.Profile, rank.GPUBlocks, rank.MaxModelLen = prof, *gpuBlocks, 1<<20
 	cmp := &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
 		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
-		"gpu_blocks": *gpuBlocks, "mode": "simulate (virtual time; latencies are simulated ms)"}}
+		"gpu_blocks": *gpuBlocks, "load": *load, "mode": "simulate (virtual time; latencies are simulated ms)"}}
 	weights := route.DefaultWeights()
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)

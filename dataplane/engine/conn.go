@@ -53,7 +53,7 @@ type Engine struct {
 	streams    map[uint32]*Stream
 	nextStream uint32
 
-	load      atomic.Pointer[wire.Load]
+	load      atomic.Pointer[loadReport]
 	lastSeq   []uint64 // per rank; guarded by the read loop
 	snapshots map[uint16][]kvstore.Event
 }
@@ -96,8 +96,27 @@ func (e *Engine) Slot() (kvstore.Slot, bool) {
 	return e.slots[0], true
 }
 
+// loadReport is a LOAD as received, numbered.
+type loadReport struct {
+	m   wire.Load
+	seq uint64
+}
+
 // Load returns the last LOAD the engine reported, or nil.
-func (e *Engine) Load() *wire.Load { return e.load.Load() }
+func (e *Engine) Load() *wire.Load {
+	l, _ := e.LoadReport()
+	return l
+}
+
+// LoadReport returns the last LOAD the engine reported (nil before the
+// first) and its number: 1 for the first report, one more for each next.
+// Routers tell by the number which of their reservations a report counts.
+func (e *Engine) LoadReport() (*wire.Load, uint64) {
+	if r := e.load.Load(); r != nil {
+		return &r.m, r.seq
+	}
+	return nil, 0
+}
 
 // OpenStreams returns the number of requests in flight on the engine.
 func (e *Engine) OpenStreams() int {
@@ -283,7 +302,11 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn) error {
 			if err := wire.DecodeFrame(f, &m, lim); err != nil {
 				return err
 			}
-			e.load.Store(&m)
+			r := &loadReport{m: m, seq: 1}
+			if old := e.load.Load(); old != nil {
+				r.seq = old.seq + 1
+			}
+			e.load.Store(r)
 		case wire.TypePing:
 			var p wire.Ping
 			if err := wire.DecodeFrame(f, &p, lim); err != nil {

@@ -105,7 +105,7 @@ type Router struct {
 	approx   *kvstore.Index // approx-prefix: the router's own guesses, no events
 	aslots   sync.Map       // *engine.Engine -> kvstore.Slot in approx
 	mu       sync.Mutex     // guards inflight
-	inflight map[*engine.Engine]*Load
+	inflight map[*engine.Engine]*engineLoad
 	fleet    Fleet                  // other replicas' load; nil when alone
 	pos      map[*engine.Engine]int // engine -> index in the pool (and the fleet's vectors)
 }
@@ -125,9 +125,16 @@ type Load struct {
 	Requests      int64
 }
 
+// engineLoad is a router's view of one engine: its own load there and the
+// queued-prefill estimate built on the engine's reports.
+type engineLoad struct {
+	Load
+	pend PendingPrefill
+}
+
 // New returns a router.
 func New(pool *engine.Pool, policy Policy, w Weights) *Router {
-	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*Load), pos: map[*engine.Engine]int{}}
+	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*engineLoad), pos: map[*engine.Engine]int{}}
 	for i, e := range pool.Engines() {
 		r.pos[e] = i
 	}
@@ -149,7 +156,8 @@ type Decision struct {
 	// PredictedCached is Match in tokens.
 	PredictedCached int
 	prompt          int
-	generated       int64 // guarded by r.mu
+	tag             uint64 // PendingPrefill's tag of the reservation
+	generated       int64  // guarded by r.mu
 	r               *Router
 	first, done     atomic.Bool
 }
@@ -180,10 +188,13 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	}
 	d.r, d.prompt = r, len(req.Tokens)
 	prefill := int64(len(req.Tokens) - d.PredictedCached)
+	_, seq := d.Engine.LoadReport()
+	peers := r.PeerLoad(d.Engine)
 	r.mu.Lock()
 	l := r.loadOf(d.Engine)
 	l.PrefillTokens += prefill
 	l.Requests++
+	d.tag = l.pend.Reserve(seq, float64(peers.Prefill), float64(prefill))
 	r.broadcast(d.Engine, syncring.Load{Prefill: prefill, Requests: 1})
 	r.mu.Unlock()
 	return d, nil
@@ -208,7 +219,7 @@ func (r *Router) ReadLoad(dst []syncring.Load, mark func()) {
 	defer r.mu.Unlock()
 	for i, e := range r.pool.Engines() {
 		if i < len(dst) {
-			l := r.loadOf(e)
+			l := &r.loadOf(e).Load
 			dst[i] = syncring.Load{Prefill: l.PrefillTokens, Decode: l.DecodeTokens, Requests: l.Requests}
 		}
 	}
@@ -252,10 +263,10 @@ func (r *Router) withRoom(cands []*engine.Engine) []*engine.Engine {
 	return out
 }
 
-func (r *Router) loadOf(e *engine.Engine) *Load {
+func (r *Router) loadOf(e *engine.Engine) *engineLoad {
 	l, ok := r.inflight[e]
 	if !ok {
-		l = &Load{}
+		l = &engineLoad{}
 		r.inflight[e] = l
 	}
 	return l
@@ -265,21 +276,31 @@ func (r *Router) loadOf(e *engine.Engine) *Load {
 func (r *Router) Inflight(e *engine.Engine) Load {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return *r.loadOf(e)
+	return r.loadOf(e).Load
 }
 
-// queued is the prefill work ahead of a new request on e: the engine's own
-// report or the fleet's reservations (this router's plus its peers'),
-// whichever is larger (the report lags new reservations).
+// queued is the work ahead of a new request on e. Prefill: the engine's
+// last report plus the fleet's reservations since (PendingPrefill). Decode
+// and requests: the fleet's reservations (this router's plus its peers')
+// or the report, whichever is larger (the report lags new reservations,
+// and reservations of decode do not overstate it as those of prefill do).
 func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
-	own, peers := r.Inflight(e), r.PeerLoad(e)
-	prefill = float64(own.PrefillTokens + peers.Prefill)
+	rep, seq := e.LoadReport()
+	peers := r.PeerLoad(e)
+	reported := 0.0
+	if rep != nil {
+		reported = float64(rep.QueuedPrefillTokens)
+	}
+	r.mu.Lock()
+	l := r.loadOf(e)
+	own := l.Load
+	prefill = l.pend.Queued(seq, reported, float64(peers.Prefill))
+	r.mu.Unlock()
 	decode = float64(own.DecodeTokens + peers.Decode)
 	requests = float64(own.Requests + peers.Requests)
-	if l := e.Load(); l != nil {
-		prefill = max(prefill, float64(l.QueuedPrefillTokens))
-		decode = max(decode, float64(l.ActiveDecodeTokens))
-		requests = max(requests, float64(l.Running+l.Waiting))
+	if rep != nil {
+		decode = max(decode, float64(rep.ActiveDecodeTokens))
+		requests = max(requests, float64(rep.Running+rep.Waiting))
 	}
 	return
 }
@@ -470,6 +491,7 @@ func (d *Decision) FirstToken() {
 	d.r.mu.Lock()
 	l := d.r.loadOf(d.Engine)
 	l.PrefillTokens -= prefill
+	l.pend.Started(d.tag, float64(prefill))
 	l.DecodeTokens += int64(d.prompt)
 	d.r.broadcast(d.Engine, syncring.Load{Prefill: -prefill, Decode: int64(d.prompt)})
 	d.r.mu.Unlock()
@@ -499,6 +521,7 @@ func (d *Decision) Done() {
 		delta.Decode = -(int64(d.prompt) + d.generated)
 	} else {
 		delta.Prefill = -int64(d.prompt - d.PredictedCached)
+		l.pend.Started(d.tag, float64(-delta.Prefill))
 	}
 	l.PrefillTokens += delta.Prefill
 	l.DecodeTokens += delta.Decode

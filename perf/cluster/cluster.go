@@ -98,12 +98,15 @@ type reservation struct {
 	gaps           []time.Duration
 	cached, prompt int
 	first          bool
+	tag            uint64 // route.PendingPrefill's
 }
 
 type routerState struct {
 	own    [][2]float64 // per engine: prefill, decode of its own requests
 	peer   [][2]float64 // per engine: the others', as of SyncDelay ago
 	loads  []wire.Load  // last LOAD per engine as received
+	seqs   []uint64     // number of that LOAD
+	pend   []route.PendingPrefill
 	rr     int
 	approx *kvstore.Index
 	aslots []kvstore.Slot
@@ -153,6 +156,7 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 	}
 	for range cfg.Routers {
 		r := &routerState{own: make([][2]float64, cfg.Engines), peer: make([][2]float64, cfg.Engines), loads: make([]wire.Load, cfg.Engines),
+			seqs: make([]uint64, cfg.Engines), pend: make([]route.PendingPrefill, cfg.Engines),
 			rr: s.rng.IntN(cfg.Engines)} // replicas start their rotation at different engines
 		if cfg.Policy == route.PolicyApproxPrefix {
 			r.approx = kvstore.New(kvstore.Options{ApproxTTL: time.Hour})
@@ -231,6 +235,7 @@ func (s *Sim) handle(ev *event) {
 		if ev.peer.router < 0 { // a LOAD report reaching every router
 			for _, r := range s.routers {
 				r.loads[ev.eng] = ev.load
+				r.seqs[ev.eng]++
 			}
 			return
 		}
@@ -261,10 +266,12 @@ func (s *Sim) arrive(i int) {
 	s.hashes[i] = hs
 	eng, predicted := s.pick(router, i)
 	uncached := float64(len(req.Prompt) - predicted*s.cfg.Rank.BlockSize)
-	s.res[i] = &reservation{router: router, engine: eng, prefill: uncached, arrival: s.now, prompt: len(req.Prompt)}
+	r := s.routers[router]
+	tag := r.pend[eng].Reserve(r.seqs[eng], r.peer[eng][0], uncached)
+	s.res[i] = &reservation{router: router, engine: eng, prefill: uncached, arrival: s.now, prompt: len(req.Prompt), tag: tag}
 	s.reserve(router, eng, uncached, 0)
 	s.sending[eng] += uncached
-	if r := s.routers[router]; r.approx != nil {
+	if r.approx != nil {
 		_ = r.approx.RecordApprox(r.aslots[eng], hs)
 	}
 	s.push(&event{at: s.now + s.cfg.NetDelay, kind: evDeliver, eng: eng, req: i})
@@ -339,9 +346,10 @@ func (s *Sim) pick(router, i int) (int, int) {
 	return best, matches[best].Depth()
 }
 
-// loadOf is the candidate as router r sees engine e: the larger of its own
-// plus its peers' reservations and the engine's last report; the oracle
-// sees the engine's true queue.
+// loadOf is the candidate as router r sees engine e, as the live router
+// does: queued prefill from the engine's last report plus reservations
+// since (route.PendingPrefill), decode the larger of reservations and the
+// report; the oracle sees the engine's true queue.
 func (s *Sim) loadOf(r *routerState, e int) route.Candidate {
 	rc := &s.cfg.Rank
 	c := route.Candidate{BlockSize: rc.BlockSize, MaxBatched: rc.MaxBatchedTokens, CapacityTokens: float64(rc.GPUBlocks * rc.BlockSize)}
@@ -350,7 +358,7 @@ func (s *Sim) loadOf(r *routerState, e int) route.Candidate {
 		c.QueuedPrefill, c.ActiveDecode = float64(l.QueuedPrefillTokens)+s.sending[e], float64(l.ActiveDecodeTokens)
 		return c
 	}
-	c.QueuedPrefill = max(r.own[e][0]+r.peer[e][0], float64(r.loads[e].QueuedPrefillTokens))
+	c.QueuedPrefill = r.pend[e].Queued(r.seqs[e], float64(r.loads[e].QueuedPrefillTokens), r.peer[e][0])
 	c.ActiveDecode = max(r.own[e][1]+r.peer[e][1], float64(r.loads[e].ActiveDecodeTokens))
 	return c
 }
@@ -376,6 +384,7 @@ func (s *Sim) stepDone(e int, res sim.StepResult) {
 		rv := s.res[i]
 		if o.First {
 			rv.first, rv.cached, rv.firstAt, rv.lastToken = true, o.Cached, s.now, s.now
+			s.routers[rv.router].pend[rv.engine].Started(rv.tag, rv.prefill)
 			s.reserve(rv.router, rv.engine, -rv.prefill, float64(rv.prompt))
 			rv.decode = float64(rv.prompt)
 		} else if o.HasToken {
@@ -405,6 +414,7 @@ func (s *Sim) release(i int) {
 		s.reserve(rv.router, rv.engine, 0, -rv.decode)
 	} else {
 		s.reserve(rv.router, rv.engine, -rv.prefill, 0)
+		s.routers[rv.router].pend[rv.engine].Started(rv.tag, rv.prefill)
 	}
 	s.res[i] = nil
 }

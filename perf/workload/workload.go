@@ -63,6 +63,18 @@ func Parse(spec string) (*Workload, error) {
 	return &Workload{Spec: spec, Requests: reqs}, nil
 }
 
+// Denser divides every arrival time by factor: the same requests arrive
+// factor times as fast while the engines keep their speed, which raises the
+// offered load by that factor. A factor of 1 (or less than 0) changes nothing.
+func (w *Workload) Denser(factor float64) {
+	if factor <= 0 || factor == 1 {
+		return
+	}
+	for i := range w.Requests {
+		w.Requests[i].At = time.Duration(float64(w.Requests[i].At) / factor)
+	}
+}
+
 // blockTokens expands a Mooncake hash id into its 512 deterministic tokens.
 func blockTokens(dst []uint32, id int64) []uint32 {
 	x := uint64(id)*0x9E3779B97F4A7C15 + 0x6b7667617465

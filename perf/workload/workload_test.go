@@ -103,3 +103,27 @@ func TestGenerators(t *testing.T) {
 		t.Fatal("bad parameter accepted")
 	}
 }
+
+func TestDenser(t *testing.T) {
+	wl, err := Parse("mooncake:testdata/mooncake_head40.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := make([]time.Duration, len(wl.Requests))
+	for i, r := range wl.Requests {
+		orig[i] = r.At
+	}
+	wl.Denser(1)
+	wl.Denser(0)
+	for i, r := range wl.Requests {
+		if r.At != orig[i] {
+			t.Fatalf("factor 1 or 0 moved request %d from %v to %v", i, orig[i], r.At)
+		}
+	}
+	wl.Denser(4)
+	for i, r := range wl.Requests {
+		if want := time.Duration(float64(orig[i]) / 4); r.At != want {
+			t.Fatalf("request %d at %v after Denser(4), want %v", i, r.At, want)
+		}
+	}
+}
