@@ -17,6 +17,7 @@ type bpe struct {
 	rawVocab     map[string]uint32 // by raw bytes, for ignore_merges
 	byteID       [256]uint32       // id of each single byte's spelling
 	merges       mergeTable        // (left, right) -> (rank, merged id)
+	byteRank     []uint32          // rank of merging bytes a, b at a<<8|b; noRank if none
 	ignoreMerges bool              // a pre-token that is itself in the vocabulary is one token
 	cache        pieceCache
 }
@@ -66,8 +67,21 @@ func newBPE(m *modelJSON) (*bpe, error) {
 			return nil, err
 		}
 	}
+	// Every piece starts as bytes: the first round of lookups, about a
+	// third of all, reads a 256 KB array instead of the hash table.
+	b.byteRank = make([]uint32, 1<<16)
+	for i := range b.byteRank {
+		r, ok := b.merges.rank(b.byteID[i>>8], b.byteID[i&0xff])
+		if !ok {
+			r = noRank
+		}
+		b.byteRank[i] = r
+	}
 	return b, nil
 }
+
+// noRank marks a pair that does not merge.
+const noRank = ^uint32(0)
 
 // encodePiece appends the ids of one pre-token.
 func (b *bpe) encodePiece(dst []uint32, piece string) []uint32 {
@@ -86,9 +100,10 @@ func (b *bpe) encodePiece(dst []uint32, piece string) []uint32 {
 // merge runs BPE on piece from single bytes: repeatedly the adjacent pair
 // with the lowest merge rank, leftmost first among equals, becomes its
 // merged token. Symbols form a linked list over arrays and candidate pairs
-// wait in a min-heap ordered by (rank, position); a popped pair whose
-// symbols changed since it was pushed is skipped. O(n log n) map lookups
-// and heap operations, with no allocation for pieces up to mergeStack bytes.
+// wait in a min-heap ordered by (rank, position), built in one pass over
+// the byte pairs; a popped pair whose symbols changed since it was pushed
+// is skipped. O(n log n) table lookups and heap operations, with no
+// allocation for pieces up to mergeStack bytes.
 func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 	if b.ignoreMerges {
 		if id, ok := b.rawVocab[piece]; ok {
@@ -111,31 +126,33 @@ func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 	}
 	next[n-1] = -1
 	for i := 0; i+1 < n; i++ {
-		if rank, ok := b.rankOf(syms[i], syms[i+1]); ok {
-			h.push(pairCand{rank: rank, pos: int32(i), left: syms[i], right: syms[i+1]})
+		if rank := b.byteRank[uint16(piece[i])<<8|uint16(piece[i+1])]; rank != noRank {
+			h = append(h, newPairCand(rank, int32(i), syms[i], syms[i+1]))
 		}
 	}
+	h.init()
 	for len(h) > 0 {
 		c := h.pop()
-		r := next[c.pos]
-		if syms[c.pos] != c.left || r < 0 || syms[r] != c.right || prev[c.pos] == -2 {
+		pos := c.pos()
+		r := next[pos]
+		if syms[pos] != c.left || r < 0 || syms[r] != c.right || prev[pos] == -2 {
 			continue // stale: a symbol of this pair was merged away
 		}
-		_, syms[c.pos], _ = b.merges.get(c.left, c.right)
+		syms[pos] = b.merges.merged[c.rank()]
 		nr := next[r]
-		next[c.pos] = nr
+		next[pos] = nr
 		if nr >= 0 {
-			prev[nr] = c.pos
+			prev[nr] = pos
 		}
 		prev[r] = -2 // dead
-		if p := prev[c.pos]; p >= 0 {
-			if rank, ok := b.rankOf(syms[p], syms[c.pos]); ok {
-				h.push(pairCand{rank: rank, pos: p, left: syms[p], right: syms[c.pos]})
+		if p := prev[pos]; p >= 0 {
+			if rank, ok := b.merges.rank(syms[p], syms[pos]); ok {
+				h.push(newPairCand(rank, p, syms[p], syms[pos]))
 			}
 		}
 		if nr >= 0 {
-			if rank, ok := b.rankOf(syms[c.pos], syms[nr]); ok {
-				h.push(pairCand{rank: rank, pos: c.pos, left: syms[c.pos], right: syms[nr]})
+			if rank, ok := b.merges.rank(syms[pos], syms[nr]); ok {
+				h.push(newPairCand(rank, pos, syms[pos], syms[nr]))
 			}
 		}
 	}
@@ -158,19 +175,29 @@ type mergeScratch struct {
 
 var mergeScratchPool = sync.Pool{New: func() any { return new(mergeScratch) }}
 
-// pairCand is a pair that may merge: its rank, the position of its left
-// symbol, and both symbols as they were when it was pushed.
+// pairCand is a pair that may merge: its rank and the position of its left
+// symbol in one key (rank high, position low, so one comparison orders by
+// rank, then leftmost), and both symbols as they were when it was pushed.
 type pairCand struct {
-	rank        uint32
-	pos         int32
+	key         uint64
 	left, right uint32
 }
 
-// pairHeap is a binary min-heap by (rank, pos).
+func newPairCand(rank uint32, pos int32, left, right uint32) pairCand {
+	return pairCand{key: uint64(rank)<<32 | uint64(uint32(pos)), left: left, right: right}
+}
+
+func (c pairCand) rank() uint32 { return uint32(c.key >> 32) }
+func (c pairCand) pos() int32   { return int32(uint32(c.key)) }
+
+// pairHeap is a binary min-heap by key.
 type pairHeap []pairCand
 
-func (c pairCand) less(d pairCand) bool {
-	return c.rank < d.rank || c.rank == d.rank && c.pos < d.pos
+// init orders a heap filled by append, in O(n).
+func (h pairHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 func (h *pairHeap) push(c pairCand) {
@@ -178,7 +205,7 @@ func (h *pairHeap) push(c pairCand) {
 	s := *h
 	for i := len(s) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !s[i].less(s[p]) {
+		if s[i].key >= s[p].key {
 			break
 		}
 		s[i], s[p] = s[p], s[i]
@@ -192,27 +219,26 @@ func (h *pairHeap) pop() pairCand {
 	last := len(s) - 1
 	s[0] = s[last]
 	s = s[:last]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(s) && s[l].less(s[m]) {
-			m = l
-		}
-		if l+1 < len(s) && s[l+1].less(s[m]) {
-			m = l + 1
-		}
-		if m == i {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
+	s.down(0)
 	*h = s
 	return top
 }
 
-// rankOf returns the merge rank of (l, r).
-func (b *bpe) rankOf(l, r uint32) (uint32, bool) {
-	return b.merges.rank(l, r)
+func (h pairHeap) down(i int) {
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h[l].key < h[m].key {
+			m = l
+		}
+		if l+1 < len(h) && h[l+1].key < h[m].key {
+			m = l + 1
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // mergeTable is an open-addressing hash table from a token pair to its merge
@@ -262,24 +288,6 @@ func (t *mergeTable) add(l, r, rank, merged uint32) error {
 			return nil
 		case s>>24 == key:
 			return nil
-		}
-	}
-}
-
-func (t *mergeTable) get(l, r uint32) (rank, merged uint32, ok bool) {
-	if l > maxMergeID || r > maxMergeID {
-		return 0, 0, false
-	}
-	key := uint64(l)<<20 | uint64(r)
-	mask := uint64(len(t.slots) - 1)
-	for i := t.home(key); ; i = (i + 1) & mask {
-		s := t.slots[i]
-		if s == emptySlot {
-			return 0, 0, false
-		}
-		if s>>24 == key {
-			rank = uint32(s & (1<<24 - 1))
-			return rank, t.merged[rank], true
 		}
 	}
 }
