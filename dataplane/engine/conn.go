@@ -96,26 +96,28 @@ func (e *Engine) Slot() (kvstore.Slot, bool) {
 	return e.slots[0], true
 }
 
-// loadReport is a LOAD as received, numbered.
+// loadReport is a LOAD as received, numbered, with when it came.
 type loadReport struct {
 	m   wire.Load
 	seq uint64
+	at  time.Time
 }
 
 // Load returns the last LOAD the engine reported, or nil.
 func (e *Engine) Load() *wire.Load {
-	l, _ := e.LoadReport()
+	l, _, _ := e.LoadReport()
 	return l
 }
 
 // LoadReport returns the last LOAD the engine reported (nil before the
-// first) and its number: 1 for the first report, one more for each next.
-// Routers tell by the number which of their reservations a report counts.
-func (e *Engine) LoadReport() (*wire.Load, uint64) {
+// first), its number (1 for the first report, one more for each next) and
+// when it arrived. Routers tell by these which of their reservations a
+// report counts.
+func (e *Engine) LoadReport() (l *wire.Load, seq uint64, at time.Time) {
 	if r := e.load.Load(); r != nil {
-		return &r.m, r.seq
+		return &r.m, r.seq, r.at
 	}
-	return nil, 0
+	return nil, 0, time.Time{}
 }
 
 // OpenStreams returns the number of requests in flight on the engine.
@@ -302,7 +304,7 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn) error {
 			if err := wire.DecodeFrame(f, &m, lim); err != nil {
 				return err
 			}
-			r := &loadReport{m: m, seq: 1}
+			r := &loadReport{m: m, seq: 1, at: time.Now()}
 			if old := e.load.Load(); old != nil {
 				r.seq = old.seq + 1
 			}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zeebo/xxh3"
 
@@ -67,6 +68,11 @@ type Weights struct {
 	// engine (0: no bound); when every engine is at it, Route fails with
 	// ErrQueueFull.
 	MaxInflight int
+	// ReportDelay is how long an engine's LOAD report may lag a
+	// reservation: a GENERATE's trip to the engine plus the report's trip
+	// back. Reservations made this long before a report arrived are still
+	// counted on top of it (see PendingPrefill).
+	ReportDelay time.Duration
 }
 
 // DefaultWeights fit the simulator's default profile (Dynamo's mocker
@@ -75,7 +81,8 @@ type Weights struct {
 // fifth of recomputing.
 func DefaultWeights() Weights {
 	return Weights{PrefillTokensPerMs: 66, CPUBlockCost: 0.2, DiskBlockCost: 0.5, ApproxBlockCost: 0.3,
-		DecodeMsPerKToken: 0.05, DecodeStepBaseMs: 5.7, DecodeStepUtilMs: 28, TieFraction: 0.05, MaxInflight: 1024}
+		DecodeMsPerKToken: 0.05, DecodeStepBaseMs: 5.7, DecodeStepUtilMs: 28, TieFraction: 0.05, MaxInflight: 1024,
+		ReportDelay: 2 * time.Millisecond}
 }
 
 // Request is what the router needs of a request.
@@ -156,7 +163,7 @@ type Decision struct {
 	// PredictedCached is Match in tokens.
 	PredictedCached int
 	prompt          int
-	tag             uint64 // PendingPrefill's tag of the reservation
+	tag             uint64 // PendingPrefill's tag of the reservation; guarded by r.mu
 	generated       int64  // guarded by r.mu
 	r               *Router
 	first, done     atomic.Bool
@@ -188,13 +195,14 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	}
 	d.r, d.prompt = r, len(req.Tokens)
 	prefill := int64(len(req.Tokens) - d.PredictedCached)
-	_, seq := d.Engine.LoadReport()
+	_, seq, at := d.Engine.LoadReport()
 	peers := r.PeerLoad(d.Engine)
 	r.mu.Lock()
 	l := r.loadOf(d.Engine)
 	l.PrefillTokens += prefill
 	l.Requests++
-	d.tag = l.pend.Reserve(seq, float64(peers.Prefill), float64(prefill))
+	l.pend.Report(seq, at.UnixNano(), float64(peers.Prefill))
+	d.tag = l.pend.Reserve(time.Now().UnixNano(), float64(prefill))
 	r.broadcast(d.Engine, syncring.Load{Prefill: prefill, Requests: 1})
 	r.mu.Unlock()
 	return d, nil
@@ -266,7 +274,7 @@ func (r *Router) withRoom(cands []*engine.Engine) []*engine.Engine {
 func (r *Router) loadOf(e *engine.Engine) *engineLoad {
 	l, ok := r.inflight[e]
 	if !ok {
-		l = &engineLoad{}
+		l = &engineLoad{pend: PendingPrefill{Delay: int64(r.w.ReportDelay)}}
 		r.inflight[e] = l
 	}
 	return l
@@ -285,7 +293,7 @@ func (r *Router) Inflight(e *engine.Engine) Load {
 // or the report, whichever is larger (the report lags new reservations,
 // and reservations of decode do not overstate it as those of prefill do).
 func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
-	rep, seq := e.LoadReport()
+	rep, seq, at := e.LoadReport()
 	peers := r.PeerLoad(e)
 	reported := 0.0
 	if rep != nil {
@@ -294,7 +302,8 @@ func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
 	r.mu.Lock()
 	l := r.loadOf(e)
 	own := l.Load
-	prefill = l.pend.Queued(seq, reported, float64(peers.Prefill))
+	l.pend.Report(seq, at.UnixNano(), float64(peers.Prefill))
+	prefill = l.pend.Queued(reported, float64(peers.Prefill))
 	r.mu.Unlock()
 	decode = float64(own.DecodeTokens + peers.Decode)
 	requests = float64(own.Requests + peers.Requests)
@@ -491,7 +500,7 @@ func (d *Decision) FirstToken() {
 	d.r.mu.Lock()
 	l := d.r.loadOf(d.Engine)
 	l.PrefillTokens -= prefill
-	l.pend.Started(d.tag, float64(prefill))
+	l.pend.Started(d.tag)
 	l.DecodeTokens += int64(d.prompt)
 	d.r.broadcast(d.Engine, syncring.Load{Prefill: -prefill, Decode: int64(d.prompt)})
 	d.r.mu.Unlock()
@@ -521,7 +530,7 @@ func (d *Decision) Done() {
 		delta.Decode = -(int64(d.prompt) + d.generated)
 	} else {
 		delta.Prefill = -int64(d.prompt - d.PredictedCached)
-		l.pend.Started(d.tag, float64(-delta.Prefill))
+		l.pend.Started(d.tag)
 	}
 	l.PrefillTokens += delta.Prefill
 	l.DecodeTokens += delta.Decode

@@ -102,10 +102,11 @@ type reservation struct {
 }
 
 type routerState struct {
-	own    [][2]float64 // per engine: prefill, decode of its own requests
-	peer   [][2]float64 // per engine: the others', as of SyncDelay ago
-	loads  []wire.Load  // last LOAD per engine as received
-	seqs   []uint64     // number of that LOAD
+	own    [][2]float64    // per engine: prefill, decode of its own requests
+	peer   [][2]float64    // per engine: the others', as of SyncDelay ago
+	loads  []wire.Load     // last LOAD per engine as received
+	seqs   []uint64        // number of that LOAD
+	loadAt []time.Duration // when it arrived
 	pend   []route.PendingPrefill
 	rr     int
 	approx *kvstore.Index
@@ -156,8 +157,14 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 	}
 	for range cfg.Routers {
 		r := &routerState{own: make([][2]float64, cfg.Engines), peer: make([][2]float64, cfg.Engines), loads: make([]wire.Load, cfg.Engines),
-			seqs: make([]uint64, cfg.Engines), pend: make([]route.PendingPrefill, cfg.Engines),
-			rr: s.rng.IntN(cfg.Engines)} // replicas start their rotation at different engines
+			seqs: make([]uint64, cfg.Engines), loadAt: make([]time.Duration, cfg.Engines),
+			pend: make([]route.PendingPrefill, cfg.Engines),
+			rr:   s.rng.IntN(cfg.Engines)} // replicas start their rotation at different engines
+		for i := range r.pend {
+			// A reservation is in a report made after its GENERATE arrived
+			// (NetDelay), which reaches the router SyncDelay later.
+			r.pend[i].Delay = int64(cfg.SyncDelay + cfg.NetDelay)
+		}
 		if cfg.Policy == route.PolicyApproxPrefix {
 			r.approx = kvstore.New(kvstore.Options{ApproxTTL: time.Hour})
 			for i := range cfg.Engines {
@@ -236,6 +243,7 @@ func (s *Sim) handle(ev *event) {
 			for _, r := range s.routers {
 				r.loads[ev.eng] = ev.load
 				r.seqs[ev.eng]++
+				r.loadAt[ev.eng] = s.now
 			}
 			return
 		}
@@ -267,7 +275,8 @@ func (s *Sim) arrive(i int) {
 	eng, predicted := s.pick(router, i)
 	uncached := float64(len(req.Prompt) - predicted*s.cfg.Rank.BlockSize)
 	r := s.routers[router]
-	tag := r.pend[eng].Reserve(r.seqs[eng], r.peer[eng][0], uncached)
+	r.pend[eng].Report(r.seqs[eng], int64(r.loadAt[eng]), r.peer[eng][0])
+	tag := r.pend[eng].Reserve(int64(s.now), uncached)
 	s.res[i] = &reservation{router: router, engine: eng, prefill: uncached, arrival: s.now, prompt: len(req.Prompt), tag: tag}
 	s.reserve(router, eng, uncached, 0)
 	s.sending[eng] += uncached
@@ -358,7 +367,8 @@ func (s *Sim) loadOf(r *routerState, e int) route.Candidate {
 		c.QueuedPrefill, c.ActiveDecode = float64(l.QueuedPrefillTokens)+s.sending[e], float64(l.ActiveDecodeTokens)
 		return c
 	}
-	c.QueuedPrefill = r.pend[e].Queued(r.seqs[e], float64(r.loads[e].QueuedPrefillTokens), r.peer[e][0])
+	r.pend[e].Report(r.seqs[e], int64(r.loadAt[e]), r.peer[e][0])
+	c.QueuedPrefill = r.pend[e].Queued(float64(r.loads[e].QueuedPrefillTokens), r.peer[e][0])
 	c.ActiveDecode = max(r.own[e][1]+r.peer[e][1], float64(r.loads[e].ActiveDecodeTokens))
 	return c
 }
@@ -384,7 +394,7 @@ func (s *Sim) stepDone(e int, res sim.StepResult) {
 		rv := s.res[i]
 		if o.First {
 			rv.first, rv.cached, rv.firstAt, rv.lastToken = true, o.Cached, s.now, s.now
-			s.routers[rv.router].pend[rv.engine].Started(rv.tag, rv.prefill)
+			s.routers[rv.router].pend[rv.engine].Started(rv.tag)
 			s.reserve(rv.router, rv.engine, -rv.prefill, float64(rv.prompt))
 			rv.decode = float64(rv.prompt)
 		} else if o.HasToken {
@@ -414,7 +424,7 @@ func (s *Sim) release(i int) {
 		s.reserve(rv.router, rv.engine, 0, -rv.decode)
 	} else {
 		s.reserve(rv.router, rv.engine, -rv.prefill, 0)
-		s.routers[rv.router].pend[rv.engine].Started(rv.tag, rv.prefill)
+		s.routers[rv.router].pend[rv.engine].Started(rv.tag)
 	}
 	s.res[i] = nil
 }
