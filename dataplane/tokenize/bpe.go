@@ -99,11 +99,10 @@ func (b *bpe) encodePiece(dst []uint32, piece string) []uint32 {
 
 // merge runs BPE on piece from single bytes: repeatedly the adjacent pair
 // with the lowest merge rank, leftmost first among equals, becomes its
-// merged token. Symbols form a linked list over arrays and candidate pairs
-// wait in a min-heap ordered by (rank, position), built in one pass over
-// the byte pairs; a popped pair whose symbols changed since it was pushed
-// is skipped. O(n log n) table lookups and heap operations, with no
-// allocation for pieces up to mergeStack bytes.
+// merged token. Symbols form a linked list over arrays; the pairs wait in a
+// pairQueue built in one pass over a dense table of byte-pair ranks, and
+// each merge updates the two pairs it changes. O(n log n) table lookups and
+// heap steps, with no allocation for pieces up to mergeStack bytes.
 func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 	if b.ignoreMerges {
 		if id, ok := b.rawVocab[piece]; ok {
@@ -113,47 +112,40 @@ func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 	n := len(piece)
 	var syms []uint32
 	var next, prev []int32
-	var h pairHeap
+	var q pairQueue
 	if n <= mergeStack {
 		sc := mergeScratchPool.Get().(*mergeScratch)
 		defer mergeScratchPool.Put(sc)
-		syms, next, prev, h = sc.syms[:n:n], sc.next[:n:n], sc.prev[:n:n], pairHeap(sc.heap[:0])
+		syms, next, prev = sc.syms[:n:n], sc.next[:n:n], sc.prev[:n:n]
+		q = pairQueue{keys: sc.keys[:0], where: sc.where[:n:n]}
 	} else {
-		syms, next, prev, h = make([]uint32, n), make([]int32, n), make([]int32, n), make(pairHeap, 0, 3*n)
+		syms, next, prev = make([]uint32, n), make([]int32, n), make([]int32, n)
+		q = pairQueue{keys: make([]uint64, 0, n), where: make([]int32, n)}
 	}
 	for i := range n {
-		syms[i], next[i], prev[i] = b.byteID[piece[i]], int32(i+1), int32(i-1)
+		syms[i], next[i], prev[i], q.where[i] = b.byteID[piece[i]], int32(i+1), int32(i-1), -1
 	}
 	next[n-1] = -1
 	for i := 0; i+1 < n; i++ {
 		if rank := b.byteRank[uint16(piece[i])<<8|uint16(piece[i+1])]; rank != noRank {
-			h = append(h, newPairCand(rank, int32(i), syms[i], syms[i+1]))
+			q.where[i] = int32(len(q.keys))
+			q.keys = append(q.keys, pairKey(rank, int32(i)))
 		}
 	}
-	h.init()
-	for len(h) > 0 {
-		c := h.pop()
-		pos := c.pos()
+	q.init()
+	for len(q.keys) > 0 {
+		rank, pos := q.min()
 		r := next[pos]
-		if syms[pos] != c.left || r < 0 || syms[r] != c.right || prev[pos] == -2 {
-			continue // stale: a symbol of this pair was merged away
-		}
-		syms[pos] = b.merges.merged[c.rank()]
+		syms[pos] = b.merges.merged[rank]
 		nr := next[r]
 		next[pos] = nr
 		if nr >= 0 {
 			prev[nr] = pos
 		}
-		prev[r] = -2 // dead
+		q.remove(r) // its symbol is gone
+		b.requeue(&q, syms, pos, nr)
 		if p := prev[pos]; p >= 0 {
-			if rank, ok := b.merges.rank(syms[p], syms[pos]); ok {
-				h.push(newPairCand(rank, p, syms[p], syms[pos]))
-			}
-		}
-		if nr >= 0 {
-			if rank, ok := b.merges.rank(syms[pos], syms[nr]); ok {
-				h.push(newPairCand(rank, pos, syms[pos], syms[nr]))
-			}
+			b.requeue(&q, syms, p, pos)
 		}
 	}
 	for i := int32(0); i >= 0; i = next[i] {
@@ -162,95 +154,47 @@ func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 	return dst
 }
 
+// requeue sets the pair at l (with its right neighbour r, -1 for none) to
+// its merge rank, or takes it out of the queue if it does not merge.
+func (b *bpe) requeue(q *pairQueue, syms []uint32, l, r int32) {
+	if r >= 0 {
+		if rank, ok := b.merges.rank(syms[l], syms[r]); ok {
+			q.set(l, rank)
+			return
+		}
+	}
+	q.remove(l)
+}
+
 // mergeStack is the longest piece merged without allocating.
 const mergeStack = 256
 
 // mergeScratch is merge's working memory, pooled: as locals the arrays would
-// escape to the heap (the heap slice is appended through a pointer).
+// escape to the heap (the queue's slice is appended through a pointer).
 type mergeScratch struct {
 	syms       [mergeStack]uint32
 	next, prev [mergeStack]int32
-	heap       [3 * mergeStack]pairCand // stale entries wait in the heap too
+	where      [mergeStack]int32
+	keys       [mergeStack]uint64
 }
 
 var mergeScratchPool = sync.Pool{New: func() any { return new(mergeScratch) }}
-
-// pairCand is a pair that may merge: its rank and the position of its left
-// symbol in one key (rank high, position low, so one comparison orders by
-// rank, then leftmost), and both symbols as they were when it was pushed.
-type pairCand struct {
-	key         uint64
-	left, right uint32
-}
-
-func newPairCand(rank uint32, pos int32, left, right uint32) pairCand {
-	return pairCand{key: uint64(rank)<<32 | uint64(uint32(pos)), left: left, right: right}
-}
-
-func (c pairCand) rank() uint32 { return uint32(c.key >> 32) }
-func (c pairCand) pos() int32   { return int32(uint32(c.key)) }
-
-// pairHeap is a binary min-heap by key.
-type pairHeap []pairCand
-
-// init orders a heap filled by append, in O(n).
-func (h pairHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *pairHeap) push(c pairCand) {
-	*h = append(*h, c)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if s[i].key >= s[p].key {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *pairHeap) pop() pairCand {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	s.down(0)
-	*h = s
-	return top
-}
-
-func (h pairHeap) down(i int) {
-	for {
-		l, m := 2*i+1, i
-		if l < len(h) && h[l].key < h[m].key {
-			m = l
-		}
-		if l+1 < len(h) && h[l+1].key < h[m].key {
-			m = l + 1
-		}
-		if m == i {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
 
 // mergeTable is an open-addressing hash table from a token pair to its merge
 // rank, in 8-byte slots (left 20 bits | right 20 bits | rank 24 bits), so the
 // table for 150k merges is 4 MB and stays in cache far better than a Go map.
 // The merged token comes from a rank-indexed array, read once per merge.
 // BPE on a long piece (a run of CJK characters) makes a few lookups per
-// byte, so this is its inner loop.
+// byte, so this is its inner loop; most of those lookups find nothing
+// (three in four over Chinese text: neighbouring characters that form no
+// token), and a bit filter of 8+ bits per merge, small enough for L2,
+// answers nearly all of them without touching the table.
 type mergeTable struct {
 	slots  []uint64
 	merged []uint32 // by rank
 	shift  uint
+	filter []uint64 // bit set: a pair whose bit is clear has no merge
+	fshift uint
 }
 
 const (
@@ -264,7 +208,12 @@ func newMergeTable(n int) mergeTable {
 	for size < 2*n {
 		size, shift = size*2, shift-1
 	}
-	t := mergeTable{slots: make([]uint64, size), merged: make([]uint32, n), shift: shift}
+	bits, fshift := 1<<12, uint(64-12)
+	for bits < 8*n {
+		bits, fshift = bits*2, fshift-1
+	}
+	t := mergeTable{slots: make([]uint64, size), merged: make([]uint32, n), shift: shift,
+		filter: make([]uint64, bits/64), fshift: fshift}
 	for i := range t.slots {
 		t.slots[i] = emptySlot
 	}
@@ -272,6 +221,9 @@ func newMergeTable(n int) mergeTable {
 }
 
 func (t *mergeTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
+
+// bit is key's position in the filter, from a hash independent of home's.
+func (t *mergeTable) bit(key uint64) uint64 { return (key * 0xC2B2AE3D27D4EB4F) >> t.fshift }
 
 // add records a merge; a pair already present keeps its first (lower) rank.
 func (t *mergeTable) add(l, r, rank, merged uint32) error {
@@ -285,6 +237,8 @@ func (t *mergeTable) add(l, r, rank, merged uint32) error {
 		case s == emptySlot:
 			t.slots[i] = key<<24 | uint64(rank)
 			t.merged[rank] = merged
+			f := t.bit(key)
+			t.filter[f/64] |= 1 << (f % 64)
 			return nil
 		case s>>24 == key:
 			return nil
@@ -298,6 +252,9 @@ func (t *mergeTable) rank(l, r uint32) (uint32, bool) {
 		return 0, false
 	}
 	key := uint64(l)<<20 | uint64(r)
+	if f := t.bit(key); t.filter[f/64]&(1<<(f%64)) == 0 {
+		return 0, false
+	}
 	mask := uint64(len(t.slots) - 1)
 	for i := t.home(key); ; i = (i + 1) & mask {
 		s := t.slots[i]
