@@ -29,6 +29,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	jsonOut := fs.String("json", "", "write results as JSON")
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
 	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's")
+	seed := fs.Uint64("seed", 1, "seed of the routers' random choices (ties, starting engine)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	rank.Profile, rank.GPUBlocks, rank.MaxModelLen = prof, *gpuBlocks, 1<<20
 	cmp := &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
 		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
-		"gpu_blocks": *gpuBlocks, "load": *load, "mode": "simulate (virtual time; latencies are simulated ms)"}}
+		"gpu_blocks": *gpuBlocks, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}
 	weights := route.DefaultWeights()
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
@@ -56,6 +57,6 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stderr, "== %s: %d requests, %d engines, %d routers\n", p, len(wl.Requests), *engines, *routers)
 		return cluster.Run(cluster.Config{Engines: *engines, Routers: *routers, Policy: policy, Weights: weights,
-			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: 1}, wl, stderr)
+			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: *seed}, wl, stderr)
 	})
 }
