@@ -299,3 +299,35 @@ func TestGenEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestLongRuns makes long probe runs: 300 engines store the same blocks, so
+// each block's entries form one run of 300 and neighbours are pushed
+// further still. Matching and backward-shift removal must hold up (the
+// invariants build checks the Robin Hood order on each change).
+func TestLongRuns(t *testing.T) {
+	ix := New(Options{})
+	const engines = 300
+	hs := []uint64{11, 22, 33, 44}
+	slots := make([]Slot, engines)
+	for e := range engines {
+		slots[e] = addEngine(t, ix, string(rune('A'+e)), 1)[0]
+		must(t, ix.Apply(slots[e], []Event{{Kind: Stored, Hashes: hs}}))
+	}
+	out := make([]Match, engines)
+	ix.Match(hs, slots, out)
+	for e, m := range out {
+		if m.Depth() != len(hs) {
+			t.Fatalf("engine %d matches %d blocks, want %d", e, m.Depth(), len(hs))
+		}
+	}
+	// Every other engine drops block 22 (removals shift runs back).
+	for e := 0; e < engines; e += 2 {
+		must(t, ix.Apply(slots[e], []Event{{Kind: Removed, Hashes: hs[1:2]}}))
+	}
+	ix.Match(hs, slots, out)
+	for e, m := range out {
+		if want := map[bool]int{true: 1, false: len(hs)}[e%2 == 0]; m.Depth() != want {
+			t.Fatalf("engine %d matches %d blocks after removals, want %d", e, m.Depth(), want)
+		}
+	}
+}
