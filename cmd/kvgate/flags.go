@@ -61,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.weights.CPUBlockCost, "cpu-block-cost", c.weights.CPUBlockCost, "kv policy: cost of a CPU-tier block relative to recomputing it")
 	fs.Float64Var(&c.weights.DecodeMsPerKToken, "decode-weight", c.weights.DecodeMsPerKToken, "kv policy: ms per 1,000 active decode tokens")
 	fs.Float64Var(&c.weights.TieFraction, "tie-fraction", c.weights.TieFraction, "kv policy: costs within this fraction of the best are ties, picked at random")
+	fs.DurationVar(&c.weights.ReportDelay, "report-delay", c.weights.ReportDelay, "how long an engine's LOAD report may lag a request sent to it (round trip); reservations this recent are counted on top of the report")
 	fs.IntVar(&c.weights.MaxInflight, "max-inflight", c.weights.MaxInflight, "requests in flight per engine before it counts as full (429 when all are; 0: no bound)")
 	apiKey := fs.String("api-key", "", "require this API key (Authorization: Bearer or x-api-key)")
 	apiKeyFile := fs.String("api-key-file", "", "file of API keys, one per line")
