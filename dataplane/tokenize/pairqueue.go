@@ -68,41 +68,36 @@ func (q *pairQueue) remove(pos int32) {
 	q.down(int(q.where[keyPos(moved)]))
 }
 
-func (q *pairQueue) up(i int) {
-	k := q.keys[i]
-	for i > 0 {
-		p := (i - 1) / 2
-		pk := q.keys[p]
-		if k >= pk {
-			break
-		}
-		q.keys[i] = pk
-		q.where[keyPos(pk)] = int32(i)
-		i = p
-	}
+// put stores k at heap index i and records where its position went.
+func (q *pairQueue) put(i int, k uint64) {
 	q.keys[i] = k
 	q.where[keyPos(k)] = int32(i)
 }
 
+// up moves the key at i towards the root past larger parents.
+func (q *pairQueue) up(i int) {
+	k := q.keys[i]
+	for i > 0 && k < q.keys[(i-1)/2] {
+		q.put(i, q.keys[(i-1)/2])
+		i = (i - 1) / 2
+	}
+	q.put(i, k)
+}
+
+// down moves the key at i towards the leaves past smaller children.
 func (q *pairQueue) down(i int) {
 	n := len(q.keys)
 	k := q.keys[i]
 	for {
 		c := 2*i + 1
-		if c >= n {
-			break
-		}
 		if c+1 < n && q.keys[c+1] < q.keys[c] {
 			c++
 		}
-		ck := q.keys[c]
-		if ck >= k {
+		if c >= n || q.keys[c] >= k {
 			break
 		}
-		q.keys[i] = ck
-		q.where[keyPos(ck)] = int32(i)
+		q.put(i, q.keys[c])
 		i = c
 	}
-	q.keys[i] = k
-	q.where[keyPos(k)] = int32(i)
+	q.put(i, k)
 }
