@@ -201,8 +201,8 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	l := r.loadOf(d.Engine)
 	l.PrefillTokens += prefill
 	l.Requests++
-	l.pend.Report(seq, at.UnixNano(), float64(peers.Prefill))
-	d.tag = l.pend.Reserve(time.Now().UnixNano(), float64(prefill))
+	l.pend.Report(seq, monoNanos(at), float64(peers.Prefill))
+	d.tag = l.pend.Reserve(monoNanos(time.Now()), float64(prefill))
 	r.broadcast(d.Engine, syncring.Load{Prefill: prefill, Requests: 1})
 	r.mu.Unlock()
 	return d, nil
@@ -287,6 +287,13 @@ func (r *Router) Inflight(e *engine.Engine) Load {
 	return r.loadOf(e).Load
 }
 
+// monoEpoch anchors monoNanos.
+var monoEpoch = time.Now()
+
+// monoNanos is t on the monotonic clock, for PendingPrefill: a step of the
+// wall clock must not make old reservations look new or new ones old.
+func monoNanos(t time.Time) int64 { return int64(t.Sub(monoEpoch)) }
+
 // queued is the work ahead of a new request on e. Prefill: the engine's
 // last report plus the fleet's reservations since (PendingPrefill). Decode
 // and requests: the fleet's reservations (this router's plus its peers')
@@ -302,7 +309,7 @@ func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
 	r.mu.Lock()
 	l := r.loadOf(e)
 	own := l.Load
-	l.pend.Report(seq, at.UnixNano(), float64(peers.Prefill))
+	l.pend.Report(seq, monoNanos(at), float64(peers.Prefill))
 	prefill = l.pend.Queued(reported, float64(peers.Prefill))
 	r.mu.Unlock()
 	decode = float64(own.DecodeTokens + peers.Decode)
