@@ -34,33 +34,18 @@ func TestHelperProxy(t *testing.T) {
 // sseUpstream answers every request with a close-delimited stream of
 // events, one write each, as an engine streams tokens.
 func sseUpstream(b *testing.B, events, size int) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
 	ev := []byte("data: " + strings.Repeat("x", size-8) + "\n\n")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return serveEach(b, func(c net.Conn) {
+		if _, err := c.Read(make([]byte, 4096)); err != nil {
+			return
+		}
+		_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"))
+		for range events {
+			if _, err := c.Write(ev); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if _, err := c.Read(make([]byte, 4096)); err != nil {
-					return
-				}
-				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"))
-				for range events {
-					if _, err := c.Write(ev); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // BenchmarkSteer measures response throughput and CPU through a steering

@@ -28,13 +28,9 @@ func body(id, n int) []byte {
 // upstreamWritten counts the body bytes upstreams have written.
 var upstreamWritten atomic.Int64
 
-// bodies caches body(id, size) for upstream.
-var bodies sync.Map
-
-// upstream answers "GET /<id>/<size>[/close|/reset]" with that many bytes,
-// with Content-Length, or until it closes the connection (or resets it
-// halfway).
-func upstream(t testing.TB) string {
+// serveEach listens on loopback, runs handle on each connection (closing
+// it after), and returns the address; the listener closes with the test.
+func serveEach(t testing.TB, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,46 +45,59 @@ func upstream(t testing.TB) string {
 			}
 			go func() {
 				defer c.Close()
-				buf := make([]byte, 4096)
-				n, err := c.Read(buf)
-				if err != nil {
-					return
-				}
-				parts := strings.Split(strings.Fields(string(buf[:n]))[1], "/")
-				id, _ := strconv.Atoi(parts[1])
-				size, _ := strconv.Atoi(parts[2])
-				closeMode := len(parts) > 3 && parts[3] == "close"
-				reset := len(parts) > 3 && parts[3] == "reset"
-				var hdr string
-				if closeMode {
-					hdr = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
-				} else {
-					hdr = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
-				}
-				key := [2]int{id, size}
-				v, ok := bodies.Load(key)
-				if !ok {
-					v, _ = bodies.LoadOrStore(key, body(id, size))
-				}
-				b := v.([]byte)
-				if reset {
-					_, _ = c.Write(append([]byte(hdr), b[:size/2]...))
-					time.Sleep(20 * time.Millisecond)
-					c.(*net.TCPConn).SetLinger(0)
-					return
-				}
-				_, _ = c.Write([]byte(hdr))
-				for off := 0; off < len(b); off += 100 << 10 { // several segments
-					n, err := c.Write(b[off:min(off+100<<10, len(b))])
-					upstreamWritten.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
+				handle(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// bodies caches body(id, size) for upstream.
+var bodies sync.Map
+
+// upstream answers "GET /<id>/<size>[/close|/reset]" with that many bytes,
+// with Content-Length, or until it closes the connection (or resets it
+// halfway).
+func upstream(t testing.TB) string {
+	t.Helper()
+	return serveEach(t, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		parts := strings.Split(strings.Fields(string(buf[:n]))[1], "/")
+		id, _ := strconv.Atoi(parts[1])
+		size, _ := strconv.Atoi(parts[2])
+		closeMode := len(parts) > 3 && parts[3] == "close"
+		reset := len(parts) > 3 && parts[3] == "reset"
+		var hdr string
+		if closeMode {
+			hdr = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+		} else {
+			hdr = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+		}
+		key := [2]int{id, size}
+		v, ok := bodies.Load(key)
+		if !ok {
+			v, _ = bodies.LoadOrStore(key, body(id, size))
+		}
+		b := v.([]byte)
+		if reset {
+			_, _ = c.Write(append([]byte(hdr), b[:size/2]...))
+			time.Sleep(20 * time.Millisecond)
+			c.(*net.TCPConn).SetLinger(0)
+			return
+		}
+		_, _ = c.Write([]byte(hdr))
+		for off := 0; off < len(b); off += 100 << 10 { // several segments
+			n, err := c.Write(b[off:min(off+100<<10, len(b))])
+			upstreamWritten.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
 }
 
 // proxy relays each request of a keep-alive client to a fresh upstream
