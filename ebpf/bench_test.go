@@ -60,7 +60,7 @@ func BenchmarkSteer(b *testing.B) {
 		bodySize, events = 4<<20, 5_000
 	}
 	for _, kind := range []string{"body", "sse"} {
-		for _, mode := range Preference {
+		for _, mode := range Modes {
 			b.Run(fmt.Sprintf("%s/%s", kind, mode), func(b *testing.B) {
 				var up, path string
 				var per int64

@@ -3,7 +3,9 @@
 // splice(2) (ModeSplice), or by copying (ModeCopy); Open picks the fastest
 // mode the kernel supports that passes a self-test, and says why. Measured
 // on loopback, splice is as fast as sockmap on large bodies and much
-// faster on streams of small events, so it comes first (Preference).
+// faster on streams of small events, so it comes first (Preference);
+// sockmap is not chosen by "auto" while a reordering bug under a paused
+// client is open (see Preference).
 //
 // The sockmap mode: upstream sockets live in a SOCKHASH keyed by socket
 // cookie with an sk_skb stream-verdict program attached (written with

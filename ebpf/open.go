@@ -20,8 +20,16 @@ import (
 // fastest first, as measured in perf/RESULTS.md (BenchmarkSteer on
 // loopback): splice matches sockmap on large bodies and is 4x faster on
 // SSE streams of small events, where the kernel's per-skb redirect costs
-// more than it saves; copy costs twice the proxy CPU of either.
-var Preference = []Mode{ModeSplice, ModeSockmap, ModeCopy}
+// more than it saves; copy costs twice the proxy CPU of splice.
+//
+// Sockmap is left out until a known bug is understood: in about one full
+// run of this package's tests in ten, TestSlowClient saw a sockmap-steered
+// response reach a client that had paused reading with its bytes out of
+// order. It is used only when asked for by name.
+var Preference = []Mode{ModeSplice, ModeCopy}
+
+// Modes are all the steering modes.
+var Modes = []Mode{ModeSplice, ModeSockmap, ModeCopy}
 
 // Open returns a steerer for mode ("sockmap", "splice", "copy"), or for
 // "auto" the first of Preference that the running kernel supports and that
