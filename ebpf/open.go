@@ -22,8 +22,8 @@ import (
 // SSE streams of small events, where the kernel's per-skb redirect costs
 // more than it saves; copy costs twice the proxy CPU of splice.
 //
-// Sockmap is left out until a known bug is understood: in about one full
-// run of this package's tests in ten, TestSlowClient saw a sockmap-steered
+// Sockmap is left out until a known bug is understood: in one of about 25
+// full runs of this package's tests, TestSlowClient saw a sockmap-steered
 // response reach a client that had paused reading with its bytes out of
 // order. It is used only when asked for by name.
 var Preference = []Mode{ModeSplice, ModeCopy}
