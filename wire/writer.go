@@ -105,6 +105,20 @@ func (w *Writer) Flush() error {
 	return w.err
 }
 
+// Sync writes every frame pending when it is called before it returns,
+// waiting for a write another goroutine has in progress (Flush leaves the
+// pending frames to that goroutine and returns at once). Call it before
+// closing the connection under frames that must arrive, such as a GOAWAY;
+// set a write deadline first if the peer may not be reading.
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	for w.flushing && w.err == nil {
+		w.cond.Wait()
+	}
+	w.mu.Unlock()
+	return w.Flush()
+}
+
 // Close makes every later Send fail with ErrClosed and wakes blocked senders.
 // It does not close the underlying writer.
 func (w *Writer) Close() {

@@ -165,3 +165,47 @@ func TestWriterBackpressure(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestWriterSync: a frame queued while another goroutine is writing is on
+// the wire when Sync returns; Flush would have left it to that goroutine.
+func TestWriterSync(t *testing.T) {
+	cw := &countingWriter{gate: make(chan struct{})}
+	w := NewWriter(cw)
+	first := make(chan error)
+	go func() { first <- w.Send(1, &Ping{Data: 1}) }()
+	for cw.waiting.Load() == 0 { // the first sender is now inside Write
+		runtimeGosched()
+	}
+	if err := w.Send(2, &Goaway{Code: CodeShutdown}); err != nil { // queued behind it
+		t.Fatal(err)
+	}
+	synced := make(chan error)
+	go func() { synced <- w.Sync() }()
+	select {
+	case err := <-synced:
+		t.Fatalf("Sync returned (%v) while the first write was still held", err)
+	default:
+	}
+	close(cw.gate)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	cw.mu.Lock()
+	n := cw.buf.Len()
+	cw.mu.Unlock()
+	if want := (HeaderSize + 8) + len(frameOf(&Goaway{Code: CodeShutdown})); n != want {
+		t.Fatalf("%d bytes written when Sync returned, want %d (the GOAWAY too)", n, want)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// frameOf is a frame of m on stream 2, for size checks.
+func frameOf(m Message) []byte {
+	b, err := AppendFrame(nil, 2, m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

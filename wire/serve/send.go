@@ -72,15 +72,20 @@ func (s *Server) SendTo(connID uint64, ms ...wire.Message) error {
 
 // Broadcast sends m on stream 0 of every router connection.
 func (s *Server) Broadcast(m wire.Message) {
+	for _, c := range s.connList() {
+		_ = c.wc.Send(0, m)
+	}
+}
+
+// connList returns the connected routers.
+func (s *Server) connList() []*conn {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	conns := make([]*conn, 0, len(s.conns))
 	for _, c := range s.conns {
 		conns = append(conns, c)
 	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		_ = c.wc.Send(0, m)
-	}
+	return conns
 }
 
 // Routers counts connected routers.
@@ -117,13 +122,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for !s.idle() {
 		select {
 		case <-ctx.Done():
+			s.flushAll()
 			s.Close()
 			return ctx.Err()
 		case <-tick.C:
 		}
 	}
+	s.flushAll()
 	s.Close()
 	return nil
+}
+
+// flushAll writes what every connection still has pending (the GOAWAY, the
+// last tokens) before Close cuts the sockets: a Send that found another
+// goroutine writing left its frame to that goroutine, which may not have
+// written it yet. A router that does not read gets a second.
+func (s *Server) flushAll() {
+	for _, c := range s.connList() {
+		_ = c.wc.NetConn.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = c.wc.Sync()
+	}
 }
 
 func (s *Server) goaway() *wire.Goaway {
