@@ -53,14 +53,8 @@ type unicodeForm struct {
 }
 
 func (u unicodeForm) normalize(s string) string {
-	// QuickSpanString does not allocate (IsNormalString does); when it
-	// cannot vouch for a string, String decides, and returns it unchanged
-	// if it was normal after all.
 	if !u.composing {
-		if u.form.QuickSpanString(s) == len(s) {
-			return s
-		}
-		return u.form.String(s)
+		return u.whole(s)
 	}
 	// Composing forms: stable characters are passed over by a byte loop,
 	// and only the runs between them go to the quick check, each with the
@@ -78,7 +72,13 @@ func (u unicodeForm) normalize(s string) string {
 		}
 		j := i
 		for j < len(s) && stableLen(s[j:]) == 0 {
-			_, w := utf8.DecodeRuneInString(s[j:])
+			r, w := utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && w == 1 {
+				// Broken UTF-8: x/text reads a bad byte together with what
+				// follows it, so the string may not be cut. (Encode makes
+				// text valid first; this keeps normalize exact anyway.)
+				return u.whole(s)
+			}
 			j += w
 		}
 		if u.form.QuickSpanString(s[last:j]) != j-last {
@@ -87,6 +87,16 @@ func (u unicodeForm) normalize(s string) string {
 		i = j
 	}
 	return s
+}
+
+// whole normalises s in one piece. QuickSpanString does not allocate
+// (IsNormalString does); when it cannot vouch for s, String decides, and
+// returns s itself if it was normal after all.
+func (u unicodeForm) whole(s string) string {
+	if u.form.QuickSpanString(s) == len(s) {
+		return s
+	}
+	return u.form.String(s)
 }
 
 // stableLen returns the length of the first character of s if it is ASCII

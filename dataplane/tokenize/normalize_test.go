@@ -14,7 +14,7 @@ import (
 // on decompose), fullwidth forms (NFKC folds them), and broken UTF-8.
 func normalizeCases(rng *rand.Rand, n int) []string {
 	parts := []string{"a", "e", " ", "\n", "中", "国", "㐀", "鿿", "\u0301", "\u0308", "か", "\u3099", "ﾞ",
-		"\u1100", "\u1161", "\u11a8", "가", "豈", "ｆ", "①", "\xe4\xb8", "\xe3\x8f\xbf", "\xff", "é", "e\u0301"}
+		"\u1100", "\u1161", "\u11a8", "가", "豈", "ｆ", "①", "ˠ", "\xe4\xb8", "\xe3\x8f\xbf", "\xff", "\xf6", "é", "e\u0301"}
 	out := make([]string, n)
 	for i := range out {
 		var b strings.Builder
