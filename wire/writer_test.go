@@ -80,16 +80,23 @@ func TestWriterConcurrentOrder(t *testing.T) {
 	}
 }
 
+// writeHeld returns a Writer whose first Send (a PING carrying data) is
+// inside Write, held until cw.gate closes; first gets that Send's result.
+func writeHeld(data uint64) (cw *countingWriter, w *Writer, first chan error) {
+	cw = &countingWriter{gate: make(chan struct{})}
+	w = NewWriter(cw)
+	first = make(chan error)
+	go func() { first <- w.Send(1, &Ping{Data: data}) }()
+	for cw.waiting.Load() == 0 {
+		runtimeGosched()
+	}
+	return cw, w, first
+}
+
 // TestWriterBatchesBehindAWrite: while one write is in progress, every frame
 // sent meanwhile leaves in the next single write.
 func TestWriterBatchesBehindAWrite(t *testing.T) {
-	cw := &countingWriter{gate: make(chan struct{})}
-	w := NewWriter(cw)
-	first := make(chan error)
-	go func() { first <- w.Send(1, &Ping{Data: 0}) }()
-	for cw.waiting.Load() == 0 { // the first sender is now inside Write
-		runtimeGosched()
-	}
+	cw, w, first := writeHeld(0)
 	const n = 1000
 	for i := 1; i <= n; i++ {
 		if err := w.Send(1, &Ping{Data: uint64(i)}); err != nil {
@@ -169,13 +176,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // TestWriterSync: a frame queued while another goroutine is writing is on
 // the wire when Sync returns; Flush would have left it to that goroutine.
 func TestWriterSync(t *testing.T) {
-	cw := &countingWriter{gate: make(chan struct{})}
-	w := NewWriter(cw)
-	first := make(chan error)
-	go func() { first <- w.Send(1, &Ping{Data: 1}) }()
-	for cw.waiting.Load() == 0 { // the first sender is now inside Write
-		runtimeGosched()
-	}
+	cw, w, first := writeHeld(1)
 	if err := w.Send(2, &Goaway{Code: CodeShutdown}); err != nil { // queued behind it
 		t.Fatal(err)
 	}
