@@ -3,12 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvgate/kvgate/wire"
+	"github.com/kvgate/kvgate/wire/serve/servetest"
 )
 
 // fake is a Backend that records calls and answers as told.
@@ -62,21 +62,7 @@ func start(t *testing.T) (*fake, *Server, *wire.Conn) {
 	f := &fake{}
 	s := New(Config{Handshake: wire.Handshake{Role: wire.RoleEngine, ID: "e", BlockSize: 16, Models: []string{"m"}}, DrainTimeout: 5 * time.Second}, f)
 	f.srv = s
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(s.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := wire.Dial(ctx, ln.Addr().String(), &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RoleRouter, ID: "r"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	_ = c.NetConn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	return f, s, c
+	return f, s, servetest.Router(t, s)
 }
 
 func gen() *wire.Generate {

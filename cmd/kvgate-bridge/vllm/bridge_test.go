@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
 	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"
+	"github.com/kvgate/kvgate/wire/serve/servetest"
 )
 
 // startBridge serves a bridge in front of the engine at url on loopback and
@@ -25,21 +25,7 @@ func startBridge(t *testing.T, url string) (*vllm.Bridge, *wire.Conn) {
 	b := vllm.NewBridge(e, vllm.NewTranslator(hasher(t), nil), 1, 100)
 	srv := serve.New(serve.Config{Handshake: wire.Handshake{Role: wire.RoleEngine, ID: "bridge", BlockSize: 4, Models: []string{"m"}}, Logger: log}, b)
 	e.Out = srv
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := wire.Dial(ctx, ln.Addr().String(), &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RoleRouter, ID: "r"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	_ = c.NetConn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	return b, c
+	return b, servetest.Router(t, srv)
 }
 
 // next reads frames until one on stream (TOKENS or ERROR).
