@@ -66,11 +66,7 @@ func bridgeScenario(t *testing.T, enc vllmtest.Encoding) {
 	// The same prefix again: the engine serves it from cache and says so.
 	_, body = post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": text(0) + " Again.", "max_tokens": 2})
 	var out struct {
-		Usage struct {
-			Details struct {
-				Cached int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
+		Usage usage `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.Usage.Details.Cached < 64 {
 		t.Fatalf("repeated prefix: cached %d (%v): %s", out.Usage.Details.Cached, err, body)

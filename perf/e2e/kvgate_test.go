@@ -144,12 +144,7 @@ func TestMultiTurnStaysOnItsEngine(t *testing.T) {
 			Choices []struct {
 				Message struct{ Content string } `json:"message"`
 			} `json:"choices"`
-			Usage struct {
-				PromptTokens int `json:"prompt_tokens"`
-				Details      struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
+			Usage usage `json:"usage"`
 		}
 		if err := json.Unmarshal(body, &out); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, body)
@@ -257,4 +252,13 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if err := p.wait(t); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
+}
+
+// usage is the usage object of an OpenAI response, with the cached prompt
+// tokens the engine reported.
+type usage struct {
+	PromptTokens int `json:"prompt_tokens"`
+	Details      struct {
+		Cached int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }

@@ -33,11 +33,7 @@ func TestLoRAByModelName(t *testing.T) {
 			t.Fatalf("%s: %d %s", model, r.StatusCode, body)
 		}
 		var out struct {
-			Usage struct {
-				Details struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
+			Usage usage `json:"usage"`
 		}
 		if err := json.Unmarshal(body, &out); err != nil {
 			t.Fatal(err)
