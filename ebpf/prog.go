@@ -43,25 +43,14 @@ const (
 //		stat.passed += r8; pass
 //	fp-16 = ctl.client; return sk_redirect_hash(skb, clients, fp-16, 0)
 func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
-	return asm.Instructions{
+	prog := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetSocketCookie.Call(),
 		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
-
-		asm.LoadMapPtr(asm.R1, ctl.FD()),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -8),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "pass"),
-		asm.Mov.Reg(asm.R7, asm.R0),
-
-		asm.LoadMapPtr(asm.R1, stat.FD()),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -8),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "pass"),
-		asm.Mov.Reg(asm.R9, asm.R0),
-
+	}
+	prog = append(prog, lookupCookie(ctl, asm.R7)...)
+	prog = append(prog, lookupCookie(stat, asm.R9)...)
+	return append(prog, asm.Instructions{
 		asm.LoadMem(asm.R8, asm.R6, 0, asm.Word), // __sk_buff.len
 		// An empty skb (the upstream's FIN) must not be redirected: the
 		// kernel's redirect backlog treats sending 0 bytes as a broken
@@ -105,5 +94,18 @@ func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
 		asm.StoreMem(asm.R9, statPassed, asm.R2, asm.DWord),
 		asm.Mov.Imm(asm.R0, skPass).WithSymbol("pass"),
 		asm.Return(),
+	}...)
+}
+
+// lookupCookie looks the cookie at fp-8 up in m and keeps the value's
+// pointer in dst, or jumps to "pass" when there is none.
+func lookupCookie(m *ebpf.Map, dst asm.Register) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, m.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Mov.Reg(dst, asm.R0),
 	}
 }
