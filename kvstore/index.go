@@ -337,9 +337,7 @@ func (ix *Index) store(slot Slot, t Tier, h uint64) {
 	}
 	i, found := sh.lookup(h, uint16(slot))
 	if !found {
-		e := entry{hash: h, slot: uint16(slot), tiers: 1 << t}
-		e.gen[t] = st.gen[t]
-		sh.insertAt(i, e)
+		sh.insertAt(i, entry{hash: h, slot: uint16(slot), tiers: 1 << t, gen: st.gen})
 		st.entries++
 	} else {
 		e := &sh.entries[i]
@@ -348,7 +346,7 @@ func (ix *Index) store(slot Slot, t Tier, h uint64) {
 			return // already held: a duplicate event
 		}
 		e.tiers = valid | 1<<t
-		e.gen[t] = st.gen[t]
+		e.gen = st.gen
 	}
 	st.blocks[t]++
 	st.digest[t].add(h)
@@ -369,6 +367,7 @@ func (ix *Index) removeBlock(slot Slot, t Tier, h uint64) bool {
 	}
 	st.blocks[t]--
 	st.digest[t].remove(h)
+	e.gen = st.gen
 	if e.tiers = valid &^ (1 << t); e.tiers == 0 {
 		sh.remove(i)
 		st.entries--

@@ -126,7 +126,11 @@ func (ix *Index) matchBlock(m *matcher, h uint64, i uint32) int {
 		if int(e.slot) < len(state) {
 			c := &state[e.slot]
 			if c.stamp == m.stamp && c.depth == i {
-				if valid := e.tiers & genEqual(packGen(&e.gen), c.gen); valid != 0 {
+				valid := e.tiers
+				if g := packGen(&e.gen); g != c.gen {
+					valid &= genEqual(g, c.gen)
+				}
+				if valid != 0 {
 					c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
 					c.depth++
 					advanced++

@@ -58,6 +58,7 @@ func (ix *Index) sweepShardLocked(t *table) int {
 		valid := ix.validTiers(e)
 		if valid != 0 {
 			e.tiers = valid
+			e.gen = ix.slots[e.slot].gen
 			i++
 			continue
 		}

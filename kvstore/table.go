@@ -10,7 +10,10 @@ import "math/bits"
 // Bit t of tiers says the block is held in tier t (TierApprox is bit 3); the
 // bit counts only while gen[t] equals the slot's current generation for t.
 // Bumping a slot's generation therefore clears a whole tier, or a whole
-// engine, in O(1); the sweeper removes the stale entries later.
+// engine, in O(1); the sweeper removes the stale entries later. Whoever
+// writes an entry drops its stale bits and copies all four of the slot's
+// generations, so gen equals the slot's word until one of its tiers is
+// cleared, and Match tests that with one compare.
 type entry struct {
 	hash  uint64
 	slot  uint16
