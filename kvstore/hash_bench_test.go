@@ -8,7 +8,7 @@ import (
 func benchTokens(n int) []uint32 {
 	ids := make([]uint32, n)
 	for i := range ids {
-		ids[i] = uint32(i*2654435761) % 151643
+		ids[i] = uint32(i) * 2654435761 % 151643
 	}
 	return ids
 }

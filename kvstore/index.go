@@ -120,7 +120,7 @@ type Index struct {
 	engines  map[string][]Slot
 	sweep    sweepCursor
 	stats    counters
-	sink     uint64 // prefetch results, never read
+	sink     uint64 // prefetchRuns results, never read
 	matchers sync.Pool
 }
 
@@ -257,18 +257,14 @@ func (ix *Index) applyLocked(slot Slot, events []Event) error {
 		ev := &events[i]
 		switch ev.Kind {
 		case Stored, Removed:
-			// Load the entries a group will touch before applying it, one
-			// group ahead, so the cache misses of the next group overlap
-			// with the work on this one.
+			// Ask for the entries a group will touch one group ahead, so
+			// the cache misses of the next group overlap with the work on
+			// this one.
 			hs := ev.Hashes
-			for _, h := range hs[:min(prefetchGroup, len(hs))] {
-				ix.sink += ix.prefetchRun(h)
-			}
+			ix.sink += ix.prefetchRuns(hs, true)
 			for g := 0; g < len(hs); g += prefetchGroup {
 				group := hs[g:min(g+prefetchGroup, len(hs))]
-				for _, h := range hs[min(g+prefetchGroup, len(hs)):min(g+2*prefetchGroup, len(hs))] {
-					ix.sink += ix.prefetchRun(h)
-				}
+				ix.sink += ix.prefetchRuns(hs[min(g+prefetchGroup, len(hs)):], true)
 				for _, h := range group {
 					if ev.Kind == Stored {
 						ix.store(slot, ev.Tier, h)
@@ -289,23 +285,6 @@ func (ix *Index) applyLocked(slot Slot, events []Event) error {
 		}
 	}
 	return nil
-}
-
-// prefetchRun loads the cache lines of h's home entry and of the entry
-// four on (the next line of 16-byte entries), where inserts and deletes
-// shift entries of a probe run into.
-func (ix *Index) prefetchRun(h uint64) uint64 {
-	t := &ix.shards[h>>(64-shardBits)]
-	n := len(t.entries)
-	if n == 0 {
-		return 0
-	}
-	j := t.home(h)
-	k := j + 4
-	if k >= n {
-		k -= n
-	}
-	return t.entries[j].hash + t.entries[k].hash
 }
 
 // keepOnGrow says whether a growing shard copies e: stale entries are dropped

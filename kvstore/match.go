@@ -26,7 +26,7 @@ func (m Match) Depth() int {
 type matcher struct {
 	stamp uint32
 	state []candState // per slot; valid where stamp matches
-	sink  uint64      // prefetch results, never read
+	sink  uint64      // prefetchRuns results, never read
 }
 
 type candState struct {
@@ -76,35 +76,19 @@ func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 	}
 }
 
-// walk matches blocks in groups: first every home entry of the group is
-// loaded in a tight loop, so their cache misses overlap, then the group is
-// matched from cache. A group past the last matching block costs only its
-// loads.
+// walk matches blocks in groups, asking for the next group's entries
+// while it matches this one, so the cache misses overlap with the work. A
+// group past the last matching block costs only its prefetches.
 func (ix *Index) walk(m *matcher, hashes []uint64) {
+	m.sink += ix.prefetchRuns(hashes, false)
 	for g := 0; g < len(hashes); g += prefetchGroup {
-		group := hashes[g:min(g+prefetchGroup, len(hashes))]
-		for _, h := range group {
-			m.sink += ix.prefetch(h)
-		}
-		for k, h := range group {
+		m.sink += ix.prefetchRuns(hashes[min(g+prefetchGroup, len(hashes)):], false)
+		for k, h := range hashes[g:min(g+prefetchGroup, len(hashes))] {
 			if ix.matchBlock(m, h, uint32(g+k)) == 0 {
 				return
 			}
 		}
 	}
-}
-
-// prefetchGroup is how many blocks Match loads ahead of matching them.
-const prefetchGroup = 16
-
-// prefetch loads the home entry of h; the caller keeps the result so the
-// load is not optimised away.
-func (ix *Index) prefetch(h uint64) uint64 {
-	t := &ix.shards[h>>(64-shardBits)]
-	if len(t.entries) == 0 {
-		return 0
-	}
-	return t.entries[t.home(h)].hash
 }
 
 // matchBlock advances every candidate that holds block i (hash h) after
