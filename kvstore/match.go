@@ -77,12 +77,13 @@ func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 }
 
 // walk matches blocks in groups, asking for the next group's entries
-// while it matches this one, so the cache misses overlap with the work. A
-// group past the last matching block costs only its prefetches.
+// while it matches this one, so the cache misses overlap with the work. It
+// asks for two lines per block, as run reads four entries from the home
+// position. A group past the last matching block costs only its prefetches.
 func (ix *Index) walk(m *matcher, hashes []uint64) {
-	m.sink += ix.prefetchRuns(hashes, false)
+	m.sink += ix.prefetchRuns(hashes, true)
 	for g := 0; g < len(hashes); g += prefetchGroup {
-		m.sink += ix.prefetchRuns(hashes[min(g+prefetchGroup, len(hashes)):], false)
+		m.sink += ix.prefetchRuns(hashes[min(g+prefetchGroup, len(hashes)):], true)
 		for k, h := range hashes[g:min(g+prefetchGroup, len(hashes))] {
 			if ix.matchBlock(m, h, uint32(g+k)) == 0 {
 				return

@@ -66,12 +66,25 @@ func (t *table) dist(j int) int {
 // run returns the position of the first entry of hash h, or -1 when the
 // table holds none. The entries of h are at run, run+1, ... (cyclically)
 // while their hash is h.
+//
+// It first compares the nearRun entries from h's home position all at once:
+// a hash the table holds almost always starts among them, and how far it
+// was displaced is data the branch predictor cannot guess for a prompt it
+// has not seen (a wrong guess costs more than the compares). Only when
+// none of them is h does it probe one entry at a time.
 func (t *table) run(h uint64) int {
 	n := len(t.entries)
 	if n == 0 {
 		return -1
 	}
 	j := t.home(h)
+	if j+nearRun <= n && h != 0 { // an empty position's hash is 0
+		w := (*[nearRun]entry)(t.entries[j : j+nearRun])
+		m := b2u(w[0].hash == h) | b2u(w[1].hash == h)<<1 | b2u(w[2].hash == h)<<2 | b2u(w[3].hash == h)<<3
+		if m != 0 {
+			return j + bits.TrailingZeros(m)
+		}
+	}
 	for d := 0; ; d++ {
 		e := &t.entries[j]
 		if e.tiers == 0 {
@@ -87,6 +100,17 @@ func (t *table) run(h uint64) int {
 			j = 0
 		}
 	}
+}
+
+// nearRun is how many entries from its home run compares at once.
+const nearRun = 4
+
+// b2u is 1 for true and 0 for false, without a branch.
+func b2u(b bool) uint {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // find returns the position of (h, slot), or -1.
