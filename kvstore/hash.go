@@ -143,8 +143,9 @@ func (h *Hasher) ExtendLE(dst []uint64, tokensLE []byte, keys *Keys) ([]uint64, 
 	return dst, nil
 }
 
-// extendPlain is the hot path: no extra keys. Two scratch buffers alternate,
-// so copying the next block's tokens does not wait on the hash reading the
+// extendPlain is the hot path: no extra keys. Blocks of 15 to 22 tokens go
+// through hashShort; for the others two scratch buffers alternate, so
+// copying the next block's tokens does not wait on the hash reading the
 // previous one.
 func (h *Hasher) extendPlain(dst []uint64, tokensLE []byte, from, n int, parent uint64) []uint64 {
 	bs := 4 * h.blockSize
@@ -155,6 +156,13 @@ func (h *Hasher) extendPlain(dst []uint64, tokensLE []byte, from, n int, parent 
 	}
 	a, b = a[:8+bs], b[:8+bs]
 	dst = slices.Grow(dst, n-from)[:n]
+	if bs >= hashShortMin && bs <= hashShortMax {
+		for i := from; i < n; i++ {
+			parent = hashShort(parent, tokensLE[i*bs:(i+1)*bs], h.seed)
+			dst[i] = parent
+		}
+		return dst
+	}
 	for i := from; i < n; i++ {
 		copy(a[8:], tokensLE[i*bs:(i+1)*bs])
 		binary.LittleEndian.PutUint64(a, parent)

@@ -1,8 +1,10 @@
 package kvstore
 
 import (
+	"encoding/binary"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,5 +216,24 @@ func TestChain(t *testing.T) {
 	}
 	if _, err := h.Chain(nil, 1, true, tokens, &Keys{MM: []MMItem{{Hash: 1, Offset: 0, Length: 4}}}); err == nil {
 		t.Fatal("multimodal continuation accepted")
+	}
+}
+
+// TestHashShortMatchesXXH3: hashShort is XXH3 of parent ‖ tok for every
+// length it takes, not only whole tokens.
+func TestHashShortMatchesXXH3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	buf := make([]byte, 8+hashShortMax)
+	for n := hashShortMin; n <= hashShortMax; n++ {
+		for range 200 {
+			for i := range buf {
+				buf[i] = byte(rng.Uint32())
+			}
+			parent, seed := rng.Uint64(), rng.Uint64()
+			binary.LittleEndian.PutUint64(buf, parent)
+			if got, want := hashShort(parent, buf[8:8+n], seed), xxh3.HashSeed(buf[:8+n], seed); got != want {
+				t.Fatalf("%d token bytes: %#x, want %#x", n, got, want)
+			}
+		}
 	}
 }
