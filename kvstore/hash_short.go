@@ -21,8 +21,10 @@ func hashShort(parent uint64, tok []byte, seed uint64) uint64 {
 	acc += mulFold(r(n-40)^(xxKey[10]+seed), r(n-32)^(xxKey[11]-seed))
 	acc += mulFold(r(16)^(xxKey[4]+seed), r(24)^(xxKey[5]-seed))
 	acc += mulFold(r(n-24)^(xxKey[6]+seed), r(n-16)^(xxKey[7]-seed))
-	acc += mulFold(parent^(xxKey[0]+seed), r(8)^(xxKey[1]-seed))
 	acc += mulFold(r(n-8)^(xxKey[2]+seed), r(n)^(xxKey[3]-seed))
+	// The parent's term last, so the next block waits only for it and the
+	// avalanche (the sum is the same in any order).
+	acc += mulFold(parent^(xxKey[0]+seed), r(8)^(xxKey[1]-seed))
 	// XXH3's avalanche.
 	acc ^= acc >> 37
 	acc *= 0x165667919e3779f9
