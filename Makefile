@@ -12,7 +12,7 @@ BENCHTIME ?= 1s
 BINARIES  := kvgate kvgate-sim kvgate-bench kvgate-bridge
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build run test vet race unit fuzz-short bench-once e2e bench fuzz lint generate clean
+.PHONY: help build run test vet race cross unit fuzz-short bench-once e2e bench fuzz lint generate clean
 
 help:
 	@echo "make run      start kvgate on its embedded default (simulated engines)"
@@ -32,13 +32,24 @@ run: build
 	@echo "       curl -sN localhost:8080/v1/messages -d '{\"model\":\"Qwen/Qwen3-8B\",\"max_tokens\":16,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'"
 	./bin/kvgate --listen 127.0.0.1:8080 --sim-engines 4
 
-test: vet race fuzz-short bench-once e2e
+test: vet race cross fuzz-short bench-once e2e
 
 vet:
 	$(GO) vet -tags $(TAGS),e2e $(PKGS)
 
 race:
 	$(GO) test -race -tags $(TAGS) -count=1 $(PKGS)
+
+# kvstore has assembly for amd64 and arm64 and plain Go for the rest: its
+# tests run for arm64 and riscv64 too, under qemu (qemu-user-static), or are
+# only vetted for them where qemu is missing.
+CROSS := arm64:qemu-aarch64-static riscv64:qemu-riscv64-static
+cross:
+	@set -e; for c in $(CROSS); do arch=$${c%%:*}; qemu=$${c#*:}; \
+	  if command -v $$qemu >/dev/null 2>&1; then \
+	    echo "kvstore on $$arch ($$qemu)"; GOARCH=$$arch $(GO) test -exec $$qemu -short -count=1 ./kvstore; \
+	  else echo "kvstore on $$arch: vet only ($$qemu not installed)"; GOARCH=$$arch $(GO) vet ./kvstore; fi; \
+	done
 
 # Runs each fuzz target alone (go test -fuzz takes one target at a time).
 fuzz-short:
