@@ -191,6 +191,14 @@ func TestServerEventsReachEveryRouter(t *testing.T) {
 	a := dialRouter(t, addr, "")
 	b := dialRouter(t, addr, "")
 	views := map[*wire.Conn]*engineView{a: newEngineView(t), b: newEngineView(t)}
+	// The server starts sending a router events once it has registered the
+	// connection, just after the handshake the router saw complete (a
+	// router that needs what came before asks for a SNAPSHOT, as late does
+	// below). Its answer to a LOAD_REQUEST shows the registration is done.
+	for c, v := range views {
+		must(t, c.Send(0, &wire.LoadRequest{}))
+		readUntil(t, c, v, wire.TypeLoad)
+	}
 	prompt := make([]uint32, 64)
 	for i := range 5 {
 		prompt[0] = uint32(i)
