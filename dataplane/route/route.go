@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,11 +172,15 @@ type Decision struct {
 
 // Route picks an engine and reserves the request's load on it.
 func (r *Router) Route(req *Request) (*Decision, error) {
-	cands := r.candidates(req.Model, req.Needs)
-	if len(cands) == 0 {
+	s := scratches.Get().(*scratch)
+	defer scratches.Put(s)
+	s.cands = r.candidates(s.cands[:0], req.Model, req.Needs)
+	if len(s.cands) == 0 {
 		return nil, ErrNoEngine
 	}
-	if cands = r.withRoom(cands); len(cands) == 0 {
+	s.room = r.withRoom(s.room[:0], s.cands)
+	cands := s.room
+	if len(cands) == 0 {
 		return nil, ErrQueueFull
 	}
 	var d *Decision
@@ -188,7 +193,7 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	case PolicySession:
 		d = r.session(cands, req)
 	default:
-		d, err = r.byCost(cands, req)
+		d, err = r.byCost(s, cands, req)
 	}
 	if err != nil {
 		return nil, err
@@ -245,8 +250,8 @@ func (r *Router) PeerLoad(e *engine.Engine) syncring.Load {
 	return syncring.Load{}
 }
 
-func (r *Router) candidates(model string, needs wire.Feature) []*engine.Engine {
-	var out []*engine.Engine
+// candidates appends to out the engines that can serve the request.
+func (r *Router) candidates(out []*engine.Engine, model string, needs wire.Feature) []*engine.Engine {
 	for _, e := range r.pool.Engines() {
 		if e.Ready() && e.Serves(model) && e.Info().Features&needs == needs {
 			out = append(out, e)
@@ -255,14 +260,13 @@ func (r *Router) candidates(model string, needs wire.Feature) []*engine.Engine {
 	return out
 }
 
-// withRoom drops engines at MaxInflight.
-func (r *Router) withRoom(cands []*engine.Engine) []*engine.Engine {
+// withRoom appends to out the engines of cands below MaxInflight.
+func (r *Router) withRoom(out, cands []*engine.Engine) []*engine.Engine {
 	if r.w.MaxInflight <= 0 {
-		return cands
+		return append(out, cands...)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := cands[:0:0]
 	for _, e := range cands {
 		if r.loadOf(e).Requests < int64(r.w.MaxInflight) {
 			out = append(out, e)
@@ -395,59 +399,40 @@ func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
 // first token, near-ties broken at random so replicas do not herd. The
 // prompt is hashed once per hash scheme and matched against all candidates
 // of that scheme in one index call.
-func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error) {
-	type scored struct {
-		e      *engine.Engine
-		cost   float64
-		match  kvstore.Match
-		bs     int
-		hashes []uint64
-	}
-	// Engines hash alike when they share a hash scheme and, for a LoRA
-	// request, give the adapter the same id.
-	type scheme struct {
-		h    *kvstore.Hasher
-		lora uint32
-	}
-	groups := map[scheme][]*engine.Engine{}
-	for _, e := range cands {
-		if h := e.Hasher(); h != nil {
-			_, lora, _ := e.Resolve(req.Model)
-			groups[scheme{h, lora}] = append(groups[scheme{h, lora}], e)
-		}
-	}
-	all := make([]scored, 0, len(cands))
+func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Decision, error) {
+	groups := s.group(cands, req.Model)
+	s.all = s.all[:0]
 	best := math.Inf(1)
-	for sc, es := range groups {
-		h := sc.h
+	for gi := range groups {
+		g := &groups[gi]
 		keys := req.Keys
-		keys.LoRAID = sc.lora
-		hs, err := h.Hash(nil, req.Tokens, &keys)
-		if err != nil {
+		keys.LoRAID = g.sc.lora
+		var err error
+		if g.hs, err = g.sc.h.Hash(g.hs, req.Tokens, &keys); err != nil {
 			return nil, fmt.Errorf("route: hashing prompt: %w", err)
 		}
-		matches := r.matchAll(es, hs)
-		bs := h.BlockSize()
-		for i, e := range es {
+		matches := r.matchAll(s, g.es, g.hs)
+		bs := g.sc.h.BlockSize()
+		for i, e := range g.es {
 			prefill, decode, _ := r.queued(e)
 			maxBatched, capacity := e.Shape()
 			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
 				MaxBatched: maxBatched, CapacityTokens: capacity}
 			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
-			all = append(all, scored{e, cost, matches[i], bs, hs})
+			s.all = append(s.all, scored{e, cost, matches[i], bs, g.hs})
 			best = min(best, cost)
 		}
 	}
-	if len(all) == 0 {
+	if len(s.all) == 0 {
 		return nil, ErrNoEngine
 	}
-	near := all[:0:0]
-	for _, s := range all {
-		if s.cost <= best*(1+r.w.TieFraction) {
-			near = append(near, s)
+	s.near = s.near[:0]
+	for _, c := range s.all {
+		if c.cost <= best*(1+r.w.TieFraction) {
+			s.near = append(s.near, c)
 		}
 	}
-	pick := near[rand.IntN(len(near))]
+	pick := s.near[rand.IntN(len(s.near))]
 	d := &Decision{Engine: pick.e, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
 	if r.approx != nil {
 		r.recordApprox(pick.e, pick.hashes)
@@ -456,27 +441,28 @@ func (r *Router) byCost(cands []*engine.Engine, req *Request) (*Decision, error)
 }
 
 // matchAll matches hs against every engine of es at once (the router's own
-// approximate index for approx-prefix, the shared index otherwise).
-func (r *Router) matchAll(es []*engine.Engine, hs []uint64) []kvstore.Match {
-	out := make([]kvstore.Match, len(es))
-	slots := make([]kvstore.Slot, len(es))
+// approximate index for approx-prefix, the shared index otherwise). The
+// result is in s, valid until the next call.
+func (r *Router) matchAll(s *scratch, es []*engine.Engine, hs []uint64) []kvstore.Match {
+	s.out = slices.Grow(s.out[:0], len(es))[:len(es)]
+	s.slots = slices.Grow(s.slots[:0], len(es))[:len(es)]
 	index := r.pool.Index()
 	for i, e := range es {
 		ok := false
 		if r.approx != nil {
-			slots[i], ok = r.approxSlot(e)
+			s.slots[i], ok = r.approxSlot(e)
 		} else {
-			slots[i], ok = e.Slot()
+			s.slots[i], ok = e.Slot()
 		}
 		if !ok {
-			slots[i] = kvstore.MaxSlots // matches nothing
+			s.slots[i] = kvstore.MaxSlots // matches nothing
 		}
 	}
 	if r.approx != nil {
 		index = r.approx
 	}
-	index.Match(hs, slots, out)
-	return out
+	index.Match(hs, s.slots, s.out)
+	return s.out
 }
 
 func (r *Router) approxSlot(e *engine.Engine) (kvstore.Slot, bool) {

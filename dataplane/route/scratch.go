@@ -1,0 +1,80 @@
+package route
+
+import (
+	"sync"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/kvstore"
+)
+
+// scratch is one routing decision's working memory: candidate lists, hash
+// scheme groups with their prompt hashes, match results and scores. Route
+// takes one from scratches and gives it back, so a decision allocates its
+// Decision and little else.
+type scratch struct {
+	cands, room []*engine.Engine
+	groups      []group // the first nGroups are this decision's
+	nGroups     int
+	all, near   []scored
+	slots       []kvstore.Slot
+	out         []kvstore.Match
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// scheme says how engines hash a prompt: engines hash alike when they share
+// a Hasher and, for a LoRA request, give the adapter the same id.
+type scheme struct {
+	h    *kvstore.Hasher
+	lora uint32
+}
+
+// group is the candidates of one scheme and the prompt's hashes under it.
+type group struct {
+	sc scheme
+	es []*engine.Engine
+	hs []uint64
+}
+
+// scored is a candidate with its estimated cost.
+type scored struct {
+	e      *engine.Engine
+	cost   float64
+	match  kvstore.Match
+	bs     int
+	hashes []uint64
+}
+
+// group sorts the candidates that have a Hasher into groups by scheme and
+// returns them; their slices are reused from earlier decisions.
+func (s *scratch) group(cands []*engine.Engine, model string) []group {
+	s.nGroups = 0
+	for _, e := range cands {
+		h := e.Hasher()
+		if h == nil {
+			continue
+		}
+		_, lora, _ := e.Resolve(model)
+		sc := scheme{h, lora}
+		g := s.find(sc)
+		g.es = append(g.es, e)
+	}
+	return s.groups[:s.nGroups]
+}
+
+// find returns the group of sc, starting a new one (on reused memory) the
+// first time sc is seen in this decision.
+func (s *scratch) find(sc scheme) *group {
+	for i := range s.nGroups {
+		if s.groups[i].sc == sc {
+			return &s.groups[i]
+		}
+	}
+	if s.nGroups == len(s.groups) {
+		s.groups = append(s.groups, group{})
+	}
+	g := &s.groups[s.nGroups]
+	s.nGroups++
+	g.sc, g.es = sc, g.es[:0]
+	return g
+}
