@@ -17,9 +17,13 @@ const (
 	ctlSize     = 40
 
 	// stat: upstream cookie -> what the program counted since insertion.
-	statPassed = 0 // u64: bytes handed to user space
-	statTotal  = 8 // u64: every byte seen, passed or redirected
-	statSize   = 16
+	// Each skb adds to exactly one of the two, so a reader that copies the
+	// value while the program runs on another CPU sees each skb whole or
+	// not at all (a total of both, updated apart, could be read ahead of
+	// passed and end a response before its last passed bytes were read).
+	statPassed     = 0 // u64: bytes handed to user space
+	statRedirected = 8 // u64: bytes redirected to the client
+	statSize       = 16
 
 	skPass = 1 // SK_PASS
 )
@@ -33,15 +37,18 @@ const (
 // MaxClientQueue bytes: a client that stops reading cannot make the kernel
 // queue grow); otherwise it passes the skb, and user space relays it with
 // TCP back-pressure. When the count reaches the response's length it tells
-// user space through the ring buffer.
+// user space through the ring buffer, after counting the skb.
 //
 //	r6 = skb; fp-8 = cookie(skb)
 //	r7 = ctl[fp-8] or pass; r9 = stat[fp-8] or pass; r8 = skb->len or pass if 0
-//	stat.total += r8
-//	if ctl.limit != 0 && stat.total >= ctl.limit: ringbuf_output(fp-8, 8)
-//	if !ctl.enabled || stat.total > ctl.credit || stat.passed != ctl.consumed:
-//		stat.passed += r8; pass
-//	fp-16 = ctl.client; return sk_redirect_hash(skb, clients, fp-16, 0)
+//	fp-24 = total = stat.passed + stat.redirected + r8
+//	if ctl.enabled && total <= ctl.credit && stat.passed == ctl.consumed:
+//		stat.redirected += r8; fp-32 = 1
+//	else:
+//		stat.passed += r8; fp-32 = 0
+//	if ctl.limit != 0 && total >= ctl.limit: ringbuf_output(fp-8, 8)
+//	if fp-32: fp-16 = ctl.client; return sk_redirect_hash(skb, clients, fp-16, 0)
+//	pass
 func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
 	prog := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -56,13 +63,37 @@ func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
 		// kernel's redirect backlog treats sending 0 bytes as a broken
 		// pipe and sets EPIPE on the client socket.
 		asm.JEq.Imm(asm.R8, 0, "pass"),
-		asm.LoadMem(asm.R1, asm.R9, statTotal, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R9, statPassed, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R9, statRedirected, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R2),
 		asm.Add.Reg(asm.R1, asm.R8),
-		asm.StoreMem(asm.R9, statTotal, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, -24, asm.R1, asm.DWord),
 
-		asm.LoadMem(asm.R2, asm.R7, ctlLimit, asm.DWord),
-		asm.JEq.Imm(asm.R2, 0, "decide"),
-		asm.JLT.Reg(asm.R1, asm.R2, "decide"),
+		asm.LoadMem(asm.R2, asm.R7, ctlEnabled, asm.DWord),
+		asm.JEq.Imm(asm.R2, 0, "passcount"),
+		asm.LoadMem(asm.R2, asm.R7, ctlCredit, asm.DWord),
+		asm.JGT.Reg(asm.R1, asm.R2, "passcount"),
+		asm.LoadMem(asm.R2, asm.R9, statPassed, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R7, ctlConsumed, asm.DWord),
+		asm.JNE.Reg(asm.R2, asm.R3, "passcount"),
+
+		asm.LoadMem(asm.R2, asm.R9, statRedirected, asm.DWord),
+		asm.Add.Reg(asm.R2, asm.R8),
+		asm.StoreMem(asm.R9, statRedirected, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreMem(asm.RFP, -32, asm.R1, asm.DWord),
+		asm.Ja.Label("notify"),
+
+		asm.LoadMem(asm.R2, asm.R9, statPassed, asm.DWord).WithSymbol("passcount"),
+		asm.Add.Reg(asm.R2, asm.R8),
+		asm.StoreMem(asm.R9, statPassed, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, -32, asm.R1, asm.DWord),
+
+		asm.LoadMem(asm.R2, asm.R7, ctlLimit, asm.DWord).WithSymbol("notify"),
+		asm.JEq.Imm(asm.R2, 0, "verdict"),
+		asm.LoadMem(asm.R1, asm.RFP, -24, asm.DWord),
+		asm.JLT.Reg(asm.R1, asm.R2, "verdict"),
 		asm.LoadMapPtr(asm.R1, done.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -8),
@@ -70,15 +101,8 @@ func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnRingbufOutput.Call(),
 
-		asm.LoadMem(asm.R2, asm.R7, ctlEnabled, asm.DWord).WithSymbol("decide"),
-		asm.JEq.Imm(asm.R2, 0, "passcount"),
-		asm.LoadMem(asm.R1, asm.R9, statTotal, asm.DWord),
-		asm.LoadMem(asm.R2, asm.R7, ctlCredit, asm.DWord),
-		asm.JGT.Reg(asm.R1, asm.R2, "passcount"),
-		asm.LoadMem(asm.R2, asm.R9, statPassed, asm.DWord),
-		asm.LoadMem(asm.R3, asm.R7, ctlConsumed, asm.DWord),
-		asm.JNE.Reg(asm.R2, asm.R3, "passcount"),
-
+		asm.LoadMem(asm.R1, asm.RFP, -32, asm.DWord).WithSymbol("verdict"),
+		asm.JEq.Imm(asm.R1, 0, "pass"),
 		asm.LoadMem(asm.R2, asm.R7, ctlClient, asm.DWord),
 		asm.StoreMem(asm.RFP, -16, asm.R2, asm.DWord),
 		asm.Mov.Reg(asm.R1, asm.R6),
@@ -89,9 +113,6 @@ func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
 		asm.FnSkRedirectHash.Call(),
 		asm.Return(),
 
-		asm.LoadMem(asm.R2, asm.R9, statPassed, asm.DWord).WithSymbol("passcount"),
-		asm.Add.Reg(asm.R2, asm.R8),
-		asm.StoreMem(asm.R9, statPassed, asm.R2, asm.DWord),
 		asm.Mov.Imm(asm.R0, skPass).WithSymbol("pass"),
 		asm.Return(),
 	}...)

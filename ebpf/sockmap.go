@@ -181,7 +181,8 @@ func (p *smPair) stat() (passed, total uint64, err error) {
 	if err := p.s.use(func(o *objects) error { return o.stat.Lookup(p.upCookie, v[:]) }); err != nil {
 		return 0, 0, err
 	}
-	return binary.NativeEndian.Uint64(v[statPassed:]), binary.NativeEndian.Uint64(v[statTotal:]), nil
+	passed = binary.NativeEndian.Uint64(v[statPassed:])
+	return passed, passed + binary.NativeEndian.Uint64(v[statRedirected:]), nil
 }
 
 // Steer turns steering on and relays in user space only what the program

@@ -3,6 +3,7 @@ package ebpf
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -53,12 +54,15 @@ func serveEach(t testing.TB, handle func(net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// bodyGate holds a "/wait" response's body back until the test sends.
+var bodyGate = make(chan struct{})
+
 // bodies caches body(id, size) for upstream.
 var bodies sync.Map
 
-// upstream answers "GET /<id>/<size>[/close|/reset]" with that many bytes,
-// with Content-Length, or until it closes the connection (or resets it
-// halfway).
+// upstream answers "GET /<id>/<size>[/close|/reset|/wait]" with that many
+// bytes, with Content-Length, or until it closes the connection (or resets
+// it halfway); /wait sends the body only when bodyGate lets it.
 func upstream(t testing.TB) string {
 	t.Helper()
 	return serveEach(t, func(c net.Conn) {
@@ -72,6 +76,7 @@ func upstream(t testing.TB) string {
 		size, _ := strconv.Atoi(parts[2])
 		closeMode := len(parts) > 3 && parts[3] == "close"
 		reset := len(parts) > 3 && parts[3] == "reset"
+		wait := len(parts) > 3 && parts[3] == "wait"
 		var hdr string
 		if closeMode {
 			hdr = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
@@ -91,6 +96,9 @@ func upstream(t testing.TB) string {
 			return
 		}
 		_, _ = c.Write([]byte(hdr))
+		if wait {
+			<-bodyGate
+		}
 		for off := 0; off < len(b); off += 100 << 10 { // several segments
 			n, err := c.Write(b[off:min(off+100<<10, len(b))])
 			upstreamWritten.Add(int64(n))
@@ -259,6 +267,50 @@ func TestByteExact(t *testing.T) {
 		}
 		assertEmpty(t, s)
 	})
+}
+
+// TestSockmapRedirects: a body that starts after steering is on and user
+// space has written the head goes from socket to socket without passing
+// through user space (the client reads at once, so it has credit).
+func TestSockmapRedirects(t *testing.T) {
+	sm, ok := steerers(t)[0].(*sockmap)
+	if !ok {
+		t.Fatal("steerers(t)[0] is not the sockmap steerer")
+	}
+	addr, _ := proxy(t, sm, upstream(t))
+	c := dial(t, addr, 60*time.Second)
+	const size = 4 << 20
+	done := make(chan error, 1)
+	var b []byte
+	go func() {
+		var err error
+		_, b, err = get(c, fmt.Sprintf("/11/%d/wait", size))
+		done <- err
+	}()
+	for !steering(sm) { // Steer has written the control entry
+		time.Sleep(time.Millisecond)
+	}
+	before := sm.relayed.Load()
+	bodyGate <- struct{}{}
+	if err := <-done; err != nil || !bytes.Equal(b, body(11, size)) {
+		t.Fatalf("%d bytes back, %v", len(b), err)
+	}
+	if r := sm.relayed.Load() - before; r != 0 {
+		t.Fatalf("%d of %d body bytes went through user space", r, size)
+	}
+}
+
+// steering reports whether some pair has steering on.
+func steering(sm *sockmap) bool {
+	it := sm.o.ctl.Iterate()
+	var k uint64
+	var v [ctlSize]byte
+	for it.Next(&k, &v) {
+		if binary.NativeEndian.Uint64(v[ctlEnabled:]) == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // TestConcurrentStreams: many clients at once, each several responses.
