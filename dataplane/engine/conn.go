@@ -36,20 +36,18 @@ func (s State) String() string {
 	return [...]string{"connecting", "ready", "draining", "down"}[s]
 }
 
-// Engine is one engine as the router sees it. Its fields after Info are
-// read-mostly and safe to read concurrently.
+// Engine is one engine as the router sees it, safe for concurrent use.
 type Engine struct {
 	Addr string
 	pool *Pool
 	log  *slog.Logger
 
 	state atomic.Int32
-	mu    sync.Mutex // guards conn, info, hasher, slots, streams, nextStream
-	conn  *wire.Conn
-	info  wire.Handshake
-	// Hasher matches the engine's block size, seed and model.
-	hasher     *kvstore.Hasher
-	slots      []kvstore.Slot // kvstore slot per data-parallel rank
+	// prof is what the last handshake said, replaced whole on each one, so
+	// routing reads it for every candidate without a lock.
+	prof       atomic.Pointer[profile]
+	mu         sync.Mutex // guards conn, streams, nextStream
+	conn       *wire.Conn
 	streams    map[uint32]*Stream
 	nextStream uint32
 
@@ -59,18 +57,35 @@ type Engine struct {
 }
 
 // Info returns the engine's handshake (zero until first connected).
-func (e *Engine) Info() wire.Handshake {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.info
-}
+func (e *Engine) Info() wire.Handshake { return e.profile().info }
+
+// Features returns the features of the engine's handshake.
+func (e *Engine) Features() wire.Feature { return e.profile().info.Features }
 
 // Shape returns what scoring needs of the engine's handshake without
 // copying it: tokens per step and GPU KV capacity in tokens.
 func (e *Engine) Shape() (maxBatched int, capacityTokens float64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return int(e.info.MaxBatchedTokens), float64(e.info.Capacity(wire.TierGPU)) * float64(e.info.BlockSize)
+	p := e.profile()
+	return int(p.info.MaxBatchedTokens), float64(p.info.Capacity(wire.TierGPU)) * float64(p.info.BlockSize)
+}
+
+// profile is one handshake's view of the engine. It is never modified once
+// published.
+type profile struct {
+	info wire.Handshake
+	// hasher matches the engine's block size, seed and model.
+	hasher *kvstore.Hasher
+	slots  []kvstore.Slot // kvstore slot per data-parallel rank
+}
+
+// noProfile stands for an engine that has not completed a handshake.
+var noProfile = &profile{}
+
+func (e *Engine) profile() *profile {
+	if p := e.prof.Load(); p != nil {
+		return p
+	}
+	return noProfile
 }
 
 // State returns the connection state.
@@ -80,21 +95,10 @@ func (e *Engine) State() State { return State(e.state.Load()) }
 func (e *Engine) Ready() bool { return e.State() == StateReady }
 
 // Hasher returns the engine's block hasher, nil before the first handshake.
-func (e *Engine) Hasher() *kvstore.Hasher {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.hasher
-}
+func (e *Engine) Hasher() *kvstore.Hasher { return e.profile().hasher }
 
 // Slot returns the index slot of rank 0 (and whether the engine has one).
-func (e *Engine) Slot() (kvstore.Slot, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.slots) == 0 {
-		return 0, false
-	}
-	return e.slots[0], true
-}
+func (e *Engine) Slot() (kvstore.Slot, bool) { return e.rankSlot(0) }
 
 // loadReport is a LOAD as received, numbered, with when it came.
 type loadReport struct {
@@ -138,16 +142,15 @@ func (e *Engine) Serves(model string) bool {
 // Resolve maps a requested model name to the engine's base model and the
 // LoRA id to send (0 for a base model).
 func (e *Engine) Resolve(model string) (base string, lora uint32, ok bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, m := range e.info.Models {
+	info := &e.profile().info
+	for _, m := range info.Models {
 		if m == model {
 			return m, 0, true
 		}
 	}
-	for _, l := range e.info.LoRAs {
-		if l.Name == model && len(e.info.Models) > 0 {
-			return e.info.Models[0], l.ID, true
+	for _, l := range info.LoRAs {
+		if l.Name == model && len(info.Models) > 0 {
+			return info.Models[0], l.ID, true
 		}
 	}
 	return "", 0, false
@@ -195,14 +198,15 @@ func (e *Engine) session(ctx context.Context) error {
 		_ = c.SendError(0, wire.CodeHashScheme, err.Error())
 		return err
 	}
-	if e.info.Features&wire.FeatureSnapshot != 0 {
+	info := &e.profile().info
+	if info.Features&wire.FeatureSnapshot != 0 {
 		if err := c.Send(0, &wire.SnapshotRequest{SnapshotID: 1}); err != nil {
 			return err
 		}
 	}
 	e.state.Store(int32(StateReady))
-	e.log.Info("engine connected", "engine", e.Addr, "id", e.info.ID, "models", e.info.Models,
-		"block_size", e.info.BlockSize, "dp_ranks", e.info.DPRanks)
+	e.log.Info("engine connected", "engine", e.Addr, "id", info.ID, "models", info.Models,
+		"block_size", info.BlockSize, "dp_ranks", info.DPRanks)
 	stop := make(chan struct{})
 	defer close(stop)
 	go e.keepAlive(c, stop)
@@ -219,24 +223,24 @@ func (e *Engine) adopt(c *wire.Conn) error {
 	ranks := max(int(c.Peer.DPRanks), 1)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.conn, e.info, e.hasher = c, c.Peer, h
+	e.conn = c
 	e.streams = make(map[uint32]*Stream)
 	e.lastSeq = make([]uint64, ranks)
 	e.snapshots = make(map[uint16][]kvstore.Event)
-	if len(e.slots) != ranks {
-		if len(e.slots) > 0 {
+	slots := e.profile().slots
+	if len(slots) != ranks {
+		if len(slots) > 0 {
 			_ = e.pool.index.RemoveEngine(e.Addr)
 		}
 		var caps [kvstore.NumTiers]uint64
 		for t := range kvstore.NumTiers {
 			caps[t] = c.Peer.Capacity(wire.Tier(t))
 		}
-		slots, err := e.pool.index.AddEngine(kvstore.EngineConfig{ID: e.Addr, Ranks: ranks, Capacity: caps})
-		if err != nil {
+		if slots, err = e.pool.index.AddEngine(kvstore.EngineConfig{ID: e.Addr, Ranks: ranks, Capacity: caps}); err != nil {
 			return err
 		}
-		e.slots = slots
 	}
+	e.prof.Store(&profile{info: c.Peer, hasher: h, slots: slots})
 	return nil
 }
 
@@ -330,10 +334,7 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn) error {
 // purge forgets what a lost engine held ("engine gone"): its cache may be
 // gone too, and a reconnect brings a snapshot.
 func (e *Engine) purge() {
-	e.mu.Lock()
-	slots := append([]kvstore.Slot(nil), e.slots...)
-	e.mu.Unlock()
-	for _, s := range slots {
+	for _, s := range e.profile().slots {
 		if err := e.pool.index.Replace(s, nil); err != nil {
 			e.log.Warn("purging a lost engine's blocks", "engine", e.Addr, "err", err)
 		}
@@ -341,12 +342,11 @@ func (e *Engine) purge() {
 }
 
 func (e *Engine) rankSlot(rank uint16) (kvstore.Slot, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if int(rank) >= len(e.slots) {
+	slots := e.profile().slots
+	if int(rank) >= len(slots) {
 		return 0, false
 	}
-	return e.slots[rank], true
+	return slots[rank], true
 }
 
 func (e *Engine) applyEvents(m *wire.KVEvents) {

@@ -253,7 +253,7 @@ func (r *Router) PeerLoad(e *engine.Engine) syncring.Load {
 // candidates appends to out the engines that can serve the request.
 func (r *Router) candidates(out []*engine.Engine, model string, needs wire.Feature) []*engine.Engine {
 	for _, e := range r.pool.Engines() {
-		if e.Ready() && e.Serves(model) && e.Info().Features&needs == needs {
+		if e.Ready() && e.Features()&needs == needs && e.Serves(model) {
 			out = append(out, e)
 		}
 	}
