@@ -149,12 +149,6 @@ func (h *Hasher) ExtendLE(dst []uint64, tokensLE []byte, keys *Keys) ([]uint64, 
 // previous one.
 func (h *Hasher) extendPlain(dst []uint64, tokensLE []byte, from, n int, parent uint64) []uint64 {
 	bs := 4 * h.blockSize
-	var stack [2][8 + 4*64]byte
-	a, b := stack[0][:], stack[1][:]
-	if 8+bs > len(a) {
-		a, b = make([]byte, 8+bs), make([]byte, 8+bs)
-	}
-	a, b = a[:8+bs], b[:8+bs]
 	dst = slices.Grow(dst, n-from)[:n]
 	if bs >= hashShortMin && bs <= hashShortMax {
 		for i := from; i < n; i++ {
@@ -163,6 +157,12 @@ func (h *Hasher) extendPlain(dst []uint64, tokensLE []byte, from, n int, parent 
 		}
 		return dst
 	}
+	var stack [2][8 + 4*64]byte
+	a, b := stack[0][:], stack[1][:]
+	if 8+bs > len(a) {
+		a, b = make([]byte, 8+bs), make([]byte, 8+bs)
+	}
+	a, b = a[:8+bs], b[:8+bs]
 	for i := from; i < n; i++ {
 		copy(a[8:], tokensLE[i*bs:(i+1)*bs])
 		binary.LittleEndian.PutUint64(a, parent)

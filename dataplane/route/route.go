@@ -178,8 +178,11 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	if len(s.cands) == 0 {
 		return nil, ErrNoEngine
 	}
-	s.room = r.withRoom(s.room[:0], s.cands)
-	cands := s.room
+	cands := s.cands
+	if r.w.MaxInflight > 0 {
+		s.room = r.withRoom(s.room[:0], cands)
+		cands = s.room
+	}
 	if len(cands) == 0 {
 		return nil, ErrQueueFull
 	}
@@ -260,11 +263,9 @@ func (r *Router) candidates(out []*engine.Engine, model string, needs wire.Featu
 	return out
 }
 
-// withRoom appends to out the engines of cands below MaxInflight.
+// withRoom appends to out the engines of cands below MaxInflight (which
+// must be set).
 func (r *Router) withRoom(out, cands []*engine.Engine) []*engine.Engine {
-	if r.w.MaxInflight <= 0 {
-		return append(out, cands...)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, e := range cands {
