@@ -31,3 +31,30 @@ func TestRouteAllocatesOnlyItsDecision(t *testing.T) {
 		t.Fatalf("%.1f allocations per decision, want 1 (the Decision)", a)
 	}
 }
+
+// TestQueueFull: with MaxInflight set, engines at the limit are skipped and
+// a request finds ErrQueueFull when every engine is; a finished request
+// makes room again.
+func TestQueueFull(t *testing.T) {
+	pool := simPool(t, 2)
+	w := DefaultWeights()
+	w.MaxInflight = 2
+	r := New(pool, PolicyKV, w)
+	req := &Request{Model: "kvgate/sim", Tokens: make([]uint32, 64)}
+	var ds []*Decision
+	for range 4 {
+		d, err := r.Route(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", len(ds), err)
+		}
+		ds = append(ds, d)
+	}
+	if _, err := r.Route(req); err != ErrQueueFull {
+		t.Fatalf("fifth request: %v, want ErrQueueFull", err)
+	}
+	ds[0].Done()
+	d, err := r.Route(req)
+	if err != nil || d.Engine != ds[0].Engine {
+		t.Fatalf("after one finished: %v on %v, want %v", err, d, ds[0].Engine.Addr)
+	}
+}
