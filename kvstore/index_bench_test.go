@@ -63,6 +63,9 @@ func sizes(b *testing.B, full ...int) []int {
 //   - all-hold: every engine holds the whole prompt (32,768 hits, worst case);
 //   - miss: nobody holds block 0.
 //
+//   - floor: no match, only a load of each block's home entry (see
+//     homeLoads).
+//
 // hot matches one prompt over and over, so its entries stay in the core's
 // caches and the figure is the CPU's work; cold cycles through many
 // prompts of the same shape (1024, 64 with -short), so each match finds its
@@ -110,12 +113,34 @@ func BenchmarkMatch(b *testing.B) {
 					ix.Match(c.prompts[i%len(c.prompts)], slots, out)
 					i++
 				}
-				if best := maxDepth(out); best != c.depth && false {
+				if best := maxDepth(out); best != c.depth {
 					b.Fatalf("best depth %d, want %d", best, c.depth)
 				}
 			})
 		}
+		b.Run(fmt.Sprintf("entries=%dM/floor/cold", n/1_000_000), func(b *testing.B) {
+			i := 0
+			var sink uint64
+			for b.Loop() {
+				sink += homeLoads(ix, oneHolds[i%len(oneHolds)])
+				i++
+			}
+			runtime.KeepAlive(sink)
+		})
 	}
+}
+
+// homeLoads reads the home entry of every block and nothing else: one
+// random cache line per block, no matching. On cold prompts it is the
+// memory's share of a match, the floor below which no layout that reads a
+// line per block can go.
+func homeLoads(ix *Index, hashes []uint64) uint64 {
+	var sum uint64
+	for _, h := range hashes {
+		t := &ix.shards[h>>(64-shardBits)]
+		sum += t.entries[t.home(h)].hash
+	}
+	return sum
 }
 
 func maxDepth(out []Match) int {
