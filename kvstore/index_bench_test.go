@@ -61,8 +61,7 @@ func sizes(b *testing.B, full ...int) []int {
 //     produces: a prefix lives where its requests were sent);
 //   - typical: 8 engines hold leading runs of 64..512 blocks of the prompt;
 //   - all-hold: every engine holds the whole prompt (32,768 hits, worst case);
-//   - miss: nobody holds block 0.
-//
+//   - miss: nobody holds block 0;
 //   - floor: no match, only a load of each block's home entry (see
 //     homeLoads).
 //
