@@ -4,8 +4,9 @@
 // mode the kernel supports that passes a self-test, and says why. Measured
 // on loopback, splice is as fast as sockmap on large bodies and much
 // faster on streams of small events, so it comes first (Preference);
-// sockmap is not chosen by "auto" while a reordering bug under a paused
-// client is open (see Preference).
+// sockmap is not chosen by "auto": the kernel sometimes duplicates a
+// segment under a paused client, which the steerer catches by abandoning
+// the response (see Preference and step 6 below).
 //
 // The sockmap mode: upstream sockets live in a SOCKHASH keyed by socket
 // cookie with an sk_skb stream-verdict program attached (written with
@@ -39,6 +40,12 @@
 //     on the client. Release then takes both sockets out of the hashes and
 //     the client goes back to user space; the kernel also drops closed
 //     sockets from sockmaps by itself, so the maps never hold one.
+//  6. Integrity: the program can never count more bytes than TCP received
+//     in order on the upstream socket (TCP_INFO bytes_received) unless the
+//     kernel gave it some twice. Steer checks that before each write of
+//     passed bytes and at the end, and abandons the response with
+//     ErrDuplicated when it fails: the client sees a cut connection, never
+//     a whole response with a doubled segment.
 //
 // A reset on either side ends Steer with an error (the client's state is
 // checked every few milliseconds; the upstream's read fails) and the caller

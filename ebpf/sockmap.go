@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -108,24 +107,9 @@ type smPair struct {
 	upCookie, clCookie uint64
 	ctl                [ctlSize]byte
 	released           bool
-}
-
-func cookieOf(c *net.TCPConn) (uint64, int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, 0, err
-	}
-	var cookie uint64
-	var fd int
-	var serr error
-	err = raw.Control(func(f uintptr) {
-		fd = int(f)
-		cookie, serr = unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
-	})
-	if err == nil {
-		err = serr
-	}
-	return cookie, fd, err
+	// recvBase is what TCP had received on up when it entered the hash:
+	// the program counts from there.
+	recvBase uint64
 }
 
 // Prepare puts both sockets in the socket hash, the upstream with steering
@@ -158,6 +142,9 @@ func (s *sockmap) Prepare(up, client *net.TCPConn) (Pair, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		p.recvBase, err = bytesReceived(up)
+	}
 	if err != nil {
 		_ = p.forget()
 		return nil, err
@@ -247,6 +234,9 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 			if err := p.waitRedirected(ctx, base, written); err != nil {
 				return 0, err
 			}
+			if err := p.intact(); err != nil {
+				return 0, err
+			}
 			if _, err := p.client.Write(buf[:n]); err != nil {
 				return 0, err
 			}
@@ -276,6 +266,9 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 		}
 	}
 	if err := p.waitRedirected(ctx, base, written); err != nil {
+		return 0, err
+	}
+	if err := p.intact(); err != nil {
 		return 0, err
 	}
 	_, seen, _ := p.stat()
@@ -310,6 +303,34 @@ func (p *smPair) waitRedirected(ctx context.Context, base, written uint64) error
 	}
 }
 
+// ErrDuplicated: the kernel ran the verdict program twice on some of the
+// upstream's bytes, so they would reach the client twice. Seen on Linux
+// 6.18 under a client that stops reading: one whole segment is passed to
+// user space a second time (perf/RESULTS.md). The response is abandoned.
+var ErrDuplicated = errors.New("ebpf: the kernel delivered response bytes twice; response abandoned")
+
+// intact returns ErrDuplicated when the program has counted more bytes
+// than TCP has received on the upstream socket since it entered the hash.
+// It reads the count first and TCP second, so every byte counted had been
+// received when TCP is asked: a whole stream never fails the check. A
+// duplicate shows as soon as TCP has not received a segment's worth more
+// than the program had seen, which is the usual case and always the case
+// once the upstream has sent its last byte.
+func (p *smPair) intact() error {
+	_, seen, err := p.stat()
+	if err != nil {
+		return err
+	}
+	recv, err := bytesReceived(p.up)
+	if err != nil {
+		return err
+	}
+	if seen > recv-p.recvBase {
+		return ErrDuplicated
+	}
+	return nil
+}
+
 // Release takes both sockets out of the hash and forgets the pair.
 func (p *smPair) Release() error {
 	if p.released {
@@ -334,52 +355,6 @@ func (p *smPair) forget() error {
 		return nil // the maps are gone, and the sockets with them
 	}
 	return err
-}
-
-// sockInfo is what TCP_INFO and SIOCOUTQ say of a client socket.
-type sockInfo struct {
-	acked  uint64 // bytes the peer acknowledged
-	queued uint64 // bytes in the send queue, not acknowledged yet
-	state  uint8
-}
-
-// entered is every byte written into the socket so far.
-func (i sockInfo) entered() uint64 { return i.acked + i.queued }
-
-// errClientGone: the client's connection is no longer established.
-var errClientGone = errors.New("ebpf: client connection closed or reset")
-
-func (i sockInfo) alive() error {
-	if i.state != unix.BPF_TCP_ESTABLISHED && i.state != unix.BPF_TCP_CLOSE_WAIT {
-		return errClientGone
-	}
-	return nil
-}
-
-func readSock(c *net.TCPConn) (sockInfo, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return sockInfo{}, err
-	}
-	var si sockInfo
-	var serr error
-	err = raw.Control(func(f uintptr) {
-		info, err := unix.GetsockoptTCPInfo(int(f), unix.IPPROTO_TCP, unix.TCP_INFO)
-		if err != nil {
-			serr = err
-			return
-		}
-		q, err := unix.IoctlGetInt(int(f), unix.SIOCOUTQ)
-		if err != nil {
-			serr = err
-			return
-		}
-		si = sockInfo{acked: info.Bytes_acked, queued: uint64(q), state: info.State}
-	})
-	if err == nil {
-		err = serr
-	}
-	return si, err
 }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
