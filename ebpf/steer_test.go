@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
 )
 
 // upstreamWritten counts the body bytes upstreams have written.
@@ -286,6 +288,49 @@ func TestSockmapRedirects(t *testing.T) {
 	}
 	if r := sm.relayed.Load() - before; r != 0 {
 		t.Fatalf("%d of %d body bytes went through user space", r, size)
+	}
+}
+
+// TestSockmapCatchesDuplicates: when the program has counted more bytes
+// than TCP received (what the kernel's double verdict looks like, forced
+// here by adding a segment to the counter), Steer abandons the response
+// with ErrDuplicated and the client gets a cut connection, not a body.
+func TestSockmapCatchesDuplicates(t *testing.T) {
+	sm, ok := steerers(t)[0].(*sockmap)
+	if !ok {
+		t.Fatal("steerers(t)[0] is not the sockmap steerer")
+	}
+	addr, st := proxy(t, sm, upstream(t))
+	c := dial(t, addr, 60*time.Second)
+	const size = 1 << 20
+	done := make(chan error, 1)
+	var b []byte
+	go func() {
+		var err error
+		_, b, err = get(c, fmt.Sprintf("/12/%d/wait", size))
+		done <- err
+	}()
+	for !steering(sm) {
+		time.Sleep(time.Millisecond)
+	}
+	it := sm.o.stat.Iterate()
+	var k uint64
+	var v [statSize]byte
+	if !it.Next(&k, &v) {
+		t.Fatalf("no counter entry: %v", it.Err())
+	}
+	binary.NativeEndian.PutUint64(v[statPassed:], binary.NativeEndian.Uint64(v[statPassed:])+65483)
+	if err := sm.o.stat.Update(k, v[:], ebpf.UpdateExist); err != nil {
+		t.Fatal(err)
+	}
+	bodyGate <- struct{}{}
+	if err := <-done; err == nil {
+		t.Fatalf("the client read a whole response (%s)", bodyDiff(b, 12, size))
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.errs) != 1 || !errors.Is(st.errs[0], ErrDuplicated) {
+		t.Fatalf("proxy errors %v, want ErrDuplicated", st.errs)
 	}
 }
 
