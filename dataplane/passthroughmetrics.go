@@ -7,7 +7,8 @@ import (
 )
 
 // RegisterPassthrough adds the HTTP engines' metrics: readiness and the
-// prefill kvgate has in flight on each, and the steering mode in use.
+// prefill kvgate has in flight on each, the responses cut short, and the
+// steering mode in use.
 func (m *Metrics) RegisterPassthrough(p *passthrough.Pool) {
 	m.Registry.MustRegister(&passthroughCollector{p: p})
 }
@@ -18,12 +19,14 @@ var (
 	descHTTPReady   = prometheus.NewDesc("kvgate_http_engine_ready", "1 when the HTTP engine answered its last /v1/models poll.", []string{"engine"}, nil)
 	descHTTPPrefill = prometheus.NewDesc("kvgate_http_engine_inflight_prefill_tokens", "Uncached prompt tokens sent to the HTTP engine and not finished.", []string{"engine"}, nil)
 	descSteering    = prometheus.NewDesc("kvgate_steering_mode", "1 for the mode HTTP engines' responses are relayed with.", []string{"mode"}, nil)
+	descHTTPCut     = prometheus.NewDesc("kvgate_http_responses_cut_total", "Responses of the HTTP engine cut short after their header was sent: duplicated (the kernel delivered sockmap bytes twice), truncated (the engine closed early), other (client gone, a reset, a deadline).", []string{"engine", "reason"}, nil)
 )
 
 func (c *passthroughCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descHTTPReady
 	ch <- descHTTPPrefill
 	ch <- descSteering
+	ch <- descHTTPCut
 }
 
 func (c *passthroughCollector) Collect(ch chan<- prometheus.Metric) {
@@ -34,6 +37,9 @@ func (c *passthroughCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descHTTPReady, prometheus.GaugeValue, ready, e.URL)
 		ch <- prometheus.MustNewConstMetric(descHTTPPrefill, prometheus.GaugeValue, float64(e.InflightPrefill()), e.URL)
+		for r, name := range passthrough.CutNames {
+			ch <- prometheus.MustNewConstMetric(descHTTPCut, prometheus.CounterValue, float64(e.Cut(r)), e.URL, name)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(descSteering, prometheus.GaugeValue, 1, string(c.p.Steer.Mode()))
 }

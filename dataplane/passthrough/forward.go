@@ -45,6 +45,7 @@ func (p *Pool) Serve(ctx context.Context, w *httpx.ResponseWriter, r *httpx.Requ
 	status, keepAlive, err := p.relay(ctx, up, client, r.Raw())
 	w.Unhijack(client, keepAlive && err == nil)
 	if err != nil {
+		e.cut[cutReason(err)].Add(1)
 		p.log.Warn("passthrough response cut short", "engine", e.URL, "err", err)
 	}
 	return status, e.URL, err

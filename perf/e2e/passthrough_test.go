@@ -125,6 +125,7 @@ func TestPassthroughSteering(t *testing.T) {
 			if err := check(map[string]any{"model": model, "prompt": "after the reset", "max_tokens": 100}); err != nil {
 				t.Fatal(err)
 			}
+			waitMetric(t, adminOf(t, base), `kvgate_http_responses_cut_total{engine="`+engine.URL+`"`, " 1")
 			waitMetric(t, adminOf(t, base), `kvgate_steering_mode{mode="`+mode+`"}`, " 1")
 			waitMetric(t, adminOf(t, base), `kvgate_http_engine_ready{engine="`+engine.URL+`"}`, " 1")
 		})

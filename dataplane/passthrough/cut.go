@@ -1,0 +1,38 @@
+package passthrough
+
+import (
+	"errors"
+
+	"github.com/kvgate/kvgate/ebpf"
+)
+
+// Why a relayed response was cut short, as Engine.Cut counts them.
+const (
+	// CutDuplicated: the kernel delivered some of the engine's bytes twice
+	// under sockmap steering, and the steerer abandoned the response.
+	CutDuplicated = iota
+	// CutTruncated: the engine closed before the length it declared.
+	CutTruncated
+	// CutOther: the client left, either side reset, or a deadline passed.
+	CutOther
+	numCuts
+)
+
+// CutNames label the Cut reasons in metrics.
+var CutNames = [numCuts]string{"duplicated", "truncated", "other"}
+
+// Cut is how many of the engine's responses were cut short for reason
+// (one of the Cut constants) after their header had gone to the client.
+func (e *Engine) Cut(reason int) uint64 { return e.cut[reason].Load() }
+
+// cutReason classifies an error that ended a relay.
+func cutReason(err error) int {
+	switch {
+	case errors.Is(err, ebpf.ErrDuplicated):
+		return CutDuplicated
+	case errors.Is(err, ebpf.ErrTruncated):
+		return CutTruncated
+	default:
+		return CutOther
+	}
+}
