@@ -6,14 +6,15 @@ import (
 	"github.com/kvgate/kvgate/ebpf"
 )
 
-// Why a relayed response was cut short, as Engine.Cut counts them.
+// Why relaying a response failed, as Engine.Cut counts them.
 const (
 	// CutDuplicated: the kernel delivered some of the engine's bytes twice
 	// under sockmap steering, and the steerer abandoned the response.
 	CutDuplicated = iota
 	// CutTruncated: the engine closed before the length it declared.
 	CutTruncated
-	// CutOther: the client left, either side reset, or a deadline passed.
+	// CutOther: the engine could not be reached or sent no header, the
+	// client left, either side reset, or a deadline passed.
 	CutOther
 	numCuts
 )
@@ -21,8 +22,8 @@ const (
 // CutNames label the Cut reasons in metrics.
 var CutNames = [numCuts]string{"duplicated", "truncated", "other"}
 
-// Cut is how many of the engine's responses were cut short for reason
-// (one of the Cut constants) after their header had gone to the client.
+// Cut is how many relays of the engine's responses failed for reason (one
+// of the Cut constants), before or after the header reached the client.
 func (e *Engine) Cut(reason int) uint64 { return e.cut[reason].Load() }
 
 // cutReason classifies an error that ended a relay.
