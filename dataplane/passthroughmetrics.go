@@ -19,7 +19,7 @@ var (
 	descHTTPReady   = prometheus.NewDesc("kvgate_http_engine_ready", "1 when the HTTP engine answered its last /v1/models poll.", []string{"engine"}, nil)
 	descHTTPPrefill = prometheus.NewDesc("kvgate_http_engine_inflight_prefill_tokens", "Uncached prompt tokens sent to the HTTP engine and not finished.", []string{"engine"}, nil)
 	descSteering    = prometheus.NewDesc("kvgate_steering_mode", "1 for the mode HTTP engines' responses are relayed with.", []string{"mode"}, nil)
-	descHTTPCut     = prometheus.NewDesc("kvgate_http_responses_cut_total", "Relays of the HTTP engine's responses that failed: duplicated (the kernel delivered sockmap bytes twice), truncated (the engine closed before its Content-Length), other (the engine unreachable or silent, the client gone, a reset).", []string{"engine", "reason"}, nil)
+	descHTTPCut     = prometheus.NewDesc("kvgate_http_responses_cut_total", "Relays of the HTTP engine's responses that failed: duplicated (the kernel delivered sockmap bytes twice), truncated (the engine closed before its Content-Length), other (no header from the engine, the client gone, a reset, a deadline). Engines that refuse connections are in kvgate_http_engine_ready instead.", []string{"engine", "reason"}, nil)
 )
 
 func (c *passthroughCollector) Describe(ch chan<- *prometheus.Desc) {

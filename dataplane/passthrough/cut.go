@@ -13,8 +13,9 @@ const (
 	CutDuplicated = iota
 	// CutTruncated: the engine closed before the length it declared.
 	CutTruncated
-	// CutOther: the engine could not be reached or sent no header, the
-	// client left, either side reset, or a deadline passed.
+	// CutOther: the engine sent no header, the client left, either side
+	// reset, or a deadline passed. (A failed dial is not a relay: the
+	// engine is marked unhealthy instead.)
 	CutOther
 	numCuts
 )
