@@ -260,30 +260,43 @@ func TestByteExact(t *testing.T) {
 	})
 }
 
-// TestSockmapRedirects: a body that starts after steering is on and user
-// space has written the head goes from socket to socket without passing
-// through user space (the client reads at once, so it has credit).
-func TestSockmapRedirects(t *testing.T) {
+// steeredWait starts a "/wait" request of size body bytes through a proxy
+// steering with sockmap, and returns once Steer has turned steering on,
+// with the body still held back. finish lets the body go and returns what
+// the client got.
+func steeredWait(t *testing.T, id, size int) (sm *sockmap, st *proxyStats, finish func() ([]byte, error)) {
+	t.Helper()
 	sm, ok := steerers(t)[0].(*sockmap)
 	if !ok {
 		t.Fatal("steerers(t)[0] is not the sockmap steerer")
 	}
-	addr, _ := proxy(t, sm, upstream(t))
+	addr, st := proxy(t, sm, upstream(t))
 	c := dial(t, addr, 60*time.Second)
-	const size = 4 << 20
 	done := make(chan error, 1)
 	var b []byte
 	go func() {
 		var err error
-		_, b, err = get(c, fmt.Sprintf("/11/%d/wait", size))
+		_, b, err = get(c, fmt.Sprintf("/%d/%d/wait", id, size))
 		done <- err
 	}()
 	for !steering(sm) { // Steer has written the control entry
 		time.Sleep(time.Millisecond)
 	}
+	return sm, st, func() ([]byte, error) {
+		bodyGate <- struct{}{}
+		err := <-done
+		return b, err
+	}
+}
+
+// TestSockmapRedirects: a body that starts after steering is on and user
+// space has written the head goes from socket to socket without passing
+// through user space (the client reads at once, so it has credit).
+func TestSockmapRedirects(t *testing.T) {
+	const size = 4 << 20
+	sm, _, finish := steeredWait(t, 11, size)
 	before := sm.relayed.Load()
-	bodyGate <- struct{}{}
-	if err := <-done; err != nil || bodyDiff(b, 11, size) != "" {
+	if b, err := finish(); err != nil || bodyDiff(b, 11, size) != "" {
 		t.Fatalf("%s, %v", bodyDiff(b, 11, size), err)
 	}
 	if r := sm.relayed.Load() - before; r != 0 {
@@ -296,23 +309,8 @@ func TestSockmapRedirects(t *testing.T) {
 // here by adding a segment to the counter), Steer abandons the response
 // with ErrDuplicated and the client gets a cut connection, not a body.
 func TestSockmapCatchesDuplicates(t *testing.T) {
-	sm, ok := steerers(t)[0].(*sockmap)
-	if !ok {
-		t.Fatal("steerers(t)[0] is not the sockmap steerer")
-	}
-	addr, st := proxy(t, sm, upstream(t))
-	c := dial(t, addr, 60*time.Second)
 	const size = 1 << 20
-	done := make(chan error, 1)
-	var b []byte
-	go func() {
-		var err error
-		_, b, err = get(c, fmt.Sprintf("/12/%d/wait", size))
-		done <- err
-	}()
-	for !steering(sm) {
-		time.Sleep(time.Millisecond)
-	}
+	sm, st, finish := steeredWait(t, 12, size)
 	it := sm.o.stat.Iterate()
 	var k uint64
 	var v [statSize]byte
@@ -323,8 +321,7 @@ func TestSockmapCatchesDuplicates(t *testing.T) {
 	if err := sm.o.stat.Update(k, v[:], ebpf.UpdateExist); err != nil {
 		t.Fatal(err)
 	}
-	bodyGate <- struct{}{}
-	if err := <-done; err == nil {
+	if b, err := finish(); err == nil {
 		t.Fatalf("the client read a whole response (%s)", bodyDiff(b, 12, size))
 	}
 	st.mu.Lock()
