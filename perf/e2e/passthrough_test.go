@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -125,9 +126,36 @@ func TestPassthroughSteering(t *testing.T) {
 			if err := check(map[string]any{"model": model, "prompt": "after the reset", "max_tokens": 100}); err != nil {
 				t.Fatal(err)
 			}
-			waitMetric(t, adminOf(t, base), `kvgate_http_responses_cut_total{engine="`+engine.URL+`"`, " 1")
+			waitCut(t, adminOf(t, base), engine.URL)
 			waitMetric(t, adminOf(t, base), `kvgate_steering_mode{mode="`+mode+`"}`, " 1")
 			waitMetric(t, adminOf(t, base), `kvgate_http_engine_ready{engine="`+engine.URL+`"}`, " 1")
 		})
 	}
+}
+
+// waitCut waits until the cut-response counters of an engine add up to at
+// least one. (A client that leaves once it has a chunked response, before
+// the engine closes, is counted too, so the reset is not the only one.)
+func waitCut(t *testing.T, admin, engine string) {
+	t.Helper()
+	prefix := `kvgate_http_responses_cut_total{engine="` + engine + `"`
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		r, err := http.Get(admin + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		sum := 0.0
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, prefix) {
+				v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				sum += v
+			}
+		}
+		if sum >= 1 {
+			return
+		}
+	}
+	t.Fatalf("no cut response counted for %s", engine)
 }
