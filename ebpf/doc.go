@@ -42,10 +42,12 @@
 //     sockets from sockmaps by itself, so the maps never hold one.
 //  6. Integrity: the program can never count more bytes than TCP received
 //     in order on the upstream socket (TCP_INFO bytes_received) unless the
-//     kernel gave it some twice. Steer checks that before each write of
-//     passed bytes and at the end, and abandons the response with
-//     ErrDuplicated when it fails: the client sees a cut connection, never
-//     a whole response with a doubled segment.
+//     kernel gave it some twice. Steer checks that before the write that
+//     completes a response with a length, after every megabyte it writes,
+//     and at the end, and abandons the response with ErrDuplicated when it
+//     fails, resetting the client's connection: the client sees a cut, not
+//     a whole response with a doubled segment. (A check before every write
+//     held redirecting back: 64 MB bodies took a third longer.)
 //
 // A reset on either side ends Steer with an error (the client's state is
 // checked every few milliseconds; the upstream's read fails) and the caller

@@ -214,6 +214,7 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 		return 0, err
 	}
 	var written uint64 // bytes user space wrote to the client after base
+	var checked uint64 // written at the last integrity check
 	buf := make([]byte, 64<<10)
 	for {
 		passed, seen, err := p.stat()
@@ -228,14 +229,22 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 		}
 		_ = p.up.SetReadDeadline(time.Now().Add(checkEvery))
 		n, rerr := p.up.Read(buf)
+		var counted uint64 // the program's count once these bytes were read
 		if n > 0 {
 			// Passed bytes follow every byte redirected so far: wait until
 			// those have entered the client's socket before writing these.
-			if err := p.waitRedirected(ctx, base, written); err != nil {
+			var redirected uint64
+			if counted, redirected, err = p.waitRedirected(ctx, base, written); err != nil {
 				return 0, err
 			}
-			if err := p.intact(); err != nil {
-				return 0, err
+			// Nothing is redirected while user space holds passed bytes,
+			// so this write completes a response with a length exactly
+			// when it reaches that length: the client must not get it if
+			// a segment came twice.
+			if limit > 0 && consumed+uint64(n)+redirected >= limit {
+				if err := p.intactAtEnd(counted, limit); err != nil {
+					return 0, p.cut(err)
+				}
 			}
 			if _, err := p.client.Write(buf[:n]); err != nil {
 				return 0, err
@@ -249,6 +258,15 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 		}
 		if err != nil {
 			return 0, err
+		}
+		// A check now and then ends a duplicated response early. It comes
+		// after the control entry is renewed, so it does not hold
+		// redirecting back.
+		if n > 0 && written-checked >= checkSpan {
+			checked = written
+			if err := p.intact(counted); err != nil {
+				return 0, p.cut(err)
+			}
 		}
 		if rerr != nil {
 			if errors.Is(rerr, os.ErrDeadlineExceeded) {
@@ -265,39 +283,40 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 			return 0, rerr
 		}
 	}
-	if err := p.waitRedirected(ctx, base, written); err != nil {
+	seen, _, err := p.waitRedirected(ctx, base, written)
+	if err != nil {
 		return 0, err
 	}
-	if err := p.intact(); err != nil {
-		return 0, err
+	if err := p.intact(seen); err != nil {
+		return 0, p.cut(err)
 	}
-	_, seen, _ := p.stat()
 	return int64(seen) - read, nil
 }
 
 // waitRedirected waits until every byte the program redirected has entered
 // the client's socket (it may still sit in the kernel's redirect backlog):
 // the bytes that entered since base, less user space's own writes, cover
-// the redirected ones.
-func (p *smPair) waitRedirected(ctx context.Context, base, written uint64) error {
+// the redirected ones. It returns the program's count of bytes and of
+// redirected bytes as it last read them.
+func (p *smPair) waitRedirected(ctx context.Context, base, written uint64) (seen, redirected uint64, err error) {
 	for {
 		passed, seen, err := p.stat()
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		redirected := seen - passed
 		si, err := readSock(p.client)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if si.entered()-base >= written+redirected {
-			return nil
+			return seen, redirected, nil
 		}
 		if err := si.alive(); err != nil {
-			return err
+			return 0, 0, err
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, 0, err
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
@@ -306,21 +325,51 @@ func (p *smPair) waitRedirected(ctx context.Context, base, written uint64) error
 // ErrDuplicated: the kernel ran the verdict program twice on some of the
 // upstream's bytes, so they would reach the client twice. Seen on Linux
 // 6.18 under a client that stops reading: one whole segment is passed to
-// user space a second time (perf/RESULTS.md). The response is abandoned.
+// user space a second time (perf/RESULTS.md). The response is abandoned
+// before the client has all of it, and the client's connection resets
+// when the caller closes it.
 var ErrDuplicated = errors.New("ebpf: the kernel delivered response bytes twice; response abandoned")
 
-// intact returns ErrDuplicated when the program has counted more bytes
-// than TCP has received on the upstream socket since it entered the hash.
-// It reads the count first and TCP second, so every byte counted had been
-// received when TCP is asked: a whole stream never fails the check. A
-// duplicate shows as soon as TCP has not received a segment's worth more
-// than the program had seen, which is the usual case and always the case
-// once the upstream has sent its last byte.
-func (p *smPair) intact() error {
+// checkSpan is how many bytes Steer writes between integrity checks in
+// the middle of a response.
+const checkSpan = 1 << 20
+
+// cut returns err, first making the client's connection reset when it is
+// closed if err is ErrDuplicated: the client of a response the upstream's
+// close ends could not tell a plain close from the end, and one of a
+// response with a length may be only a segment short.
+func (p *smPair) cut(err error) error {
+	if errors.Is(err, ErrDuplicated) {
+		_ = p.client.SetLinger(0)
+	}
+	return err
+}
+
+// intactAtEnd is intact for the write that completes a response of limit
+// bytes, with no way round it: if the rest of the upstream's bytes arrive
+// between the two reads intact makes, the program has by then counted
+// past limit, which TCP alone cannot have received.
+func (p *smPair) intactAtEnd(counted, limit uint64) error {
+	if err := p.intact(counted); err != nil {
+		return err
+	}
 	_, seen, err := p.stat()
 	if err != nil {
 		return err
 	}
+	if seen > limit {
+		return p.intact(seen) // past the length: a duplicate, unless the upstream sent more
+	}
+	return nil
+}
+
+// intact returns ErrDuplicated when seen, the program's count read just
+// before, is more than TCP has received on the upstream socket since it
+// entered the hash. The count is read first and TCP second, so every byte
+// counted had been received when TCP is asked: a whole stream never fails
+// the check. A duplicate shows unless a segment's worth arrived between
+// the two reads, and always once the upstream's last byte has arrived.
+func (p *smPair) intact(seen uint64) error {
 	recv, err := bytesReceived(p.up)
 	if err != nil {
 		return err
