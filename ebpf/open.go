@@ -24,10 +24,10 @@ import (
 //
 // Sockmap is left out: besides being slower, on Linux 6.18 it sometimes
 // hands one segment of a response to the verdict program twice while the
-// client is paused (about 4% of TestSlowClient runs). The steerer catches
-// that and abandons the response (ErrDuplicated) rather than corrupt it,
-// but a cut response is still a failed request. It is used only when asked
-// for by name.
+// client is paused (0-4% of looped TestSlowClient runs, varying with
+// timing). The steerer catches that and abandons the response
+// (ErrDuplicated) rather than corrupt it, but a cut response is still a
+// failed request. It is used only when asked for by name.
 var Preference = []Mode{ModeSplice, ModeCopy}
 
 // Modes are all the steering modes.

@@ -454,7 +454,7 @@ func assertEmpty(t *testing.T, s Steerer) {
 // bound, and the response still arrives whole when the client reads again.
 //
 // Under sockmap, Linux 6.18 sometimes runs the verdict program twice on one
-// segment while the client is paused (in about 4% of runs here), so that
+// segment while the client is paused (0-4% of looped runs here), so that
 // segment would reach the client twice. The steerer must catch that
 // (ErrDuplicated) and cut the connection before the client has a whole
 // response; a duplicate that reaches the client fails the test.
