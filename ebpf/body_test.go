@@ -52,11 +52,3 @@ func bodyDiff(got []byte, id, n int) string {
 	}
 	return s
 }
-
-// relayed is how many bytes a sockmap steerer relayed in user space so far.
-func relayed(s Steerer) uint64 {
-	if sm, ok := s.(*sockmap); ok {
-		return sm.relayed.Load()
-	}
-	return 0
-}

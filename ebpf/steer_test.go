@@ -331,6 +331,14 @@ func TestSockmapCatchesDuplicates(t *testing.T) {
 	}
 }
 
+// relayed is how many bytes a sockmap steerer relayed in user space so far.
+func relayed(s Steerer) uint64 {
+	if sm, ok := s.(*sockmap); ok {
+		return sm.relayed.Load()
+	}
+	return 0
+}
+
 // steering reports whether some pair has steering on.
 func steering(sm *sockmap) bool {
 	it := sm.o.ctl.Iterate()
