@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
 	"github.com/kvgate/kvgate/wire/serve"
 )
 

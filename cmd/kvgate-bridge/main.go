@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"

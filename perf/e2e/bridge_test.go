@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm/vllmtest"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
 )
 
 // TestBridgeToFakeVLLM: kvgate -> kvgate-bridge -> a fake vLLM (HTTP and

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm/vllmtest"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
 )
 
 // readHex reads a testdata vector: hex bytes, # comments.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
 )
 
 // Fake is a fake vLLM engine: prefix caching over blocks of BlockSize

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
 	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"
 	"github.com/kvgate/kvgate/wire/serve/servetest"

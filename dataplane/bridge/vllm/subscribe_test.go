@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm/vllmtest"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
 )
 
 // collector records what a Subscriber delivers.

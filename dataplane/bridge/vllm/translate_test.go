@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm/vllmtest"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/wire"
 )

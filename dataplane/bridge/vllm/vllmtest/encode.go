@@ -9,7 +9,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/kvgate/kvgate/cmd/kvgate-bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
 )
 
 // Encoding is one of the two encodings vLLM has used for event batches.
