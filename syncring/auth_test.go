@@ -2,6 +2,7 @@ package syncring
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -54,11 +55,19 @@ func TestUnauthenticatedChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "both messages ignored", func() bool {
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
 		target.ring.publishStatsSoon()
-		return target.ring.Stats().Ignored >= before+2
+		if n := target.ring.Stats().Ignored - before; n < 2 {
+			return fmt.Errorf("%d of the 2 messages ignored", n)
+		}
+		return nil
 	})
-	eventually(t, "stats refreshed", func() bool { return target.ring.Stats().Refused >= 2 })
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+		if n := target.ring.Stats().Refused; n < 2 {
+			return fmt.Errorf("stats count %d refused, want 2", n)
+		}
+		return nil
+	})
 	converged(t, rs, "view unchanged")
 	if !target.agrees(want) {
 		t.Fatal("the view changed")

@@ -159,16 +159,23 @@ func (r *replica) agrees(want []Load) bool {
 	return true
 }
 
-// eventually polls cond until it holds or a generous deadline passes: the
-// tests wait for convergence, they do not time it.
-func eventually(t *testing.T, what string, cond func() bool) {
+// checkFor calls f every interval until it returns nil, and fails the test
+// with f's last error once timeout has passed. It is the package's one way
+// to wait for something another goroutine does: the tests wait for
+// convergence, they never time it, so timeouts are generous (CI is a
+// loaded 2-core machine).
+func checkFor(t testing.TB, timeout, interval time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", timeout, err)
+		}
+		time.Sleep(interval) // the poll interval
 	}
 }
 
@@ -182,13 +189,19 @@ func converged(t *testing.T, rs []*replica, what string) {
 			live++
 		}
 	}
-	eventually(t, what, func() bool {
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
 		want := sumOf(rs)
 		for _, r := range rs {
-			if r.ring != nil && (len(r.ring.Stats().Members) != live || !r.agrees(want)) {
-				return false
+			if r.ring == nil {
+				continue
+			}
+			if n := len(r.ring.Stats().Members); n != live {
+				return fmt.Errorf("%s: %s counts %d members, want %d", what, r.id, n, live)
+			}
+			if !r.agrees(want) {
+				return fmt.Errorf("%s: %s's view is not the sum of the live replicas' loads", what, r.id)
 			}
 		}
-		return true
+		return nil
 	})
 }

@@ -143,11 +143,19 @@ func TestDNSPeers(t *testing.T) {
 	setNames("127.0.0.2", "127.0.0.3", "127.0.0.4")
 	converged(t, rs, "r2 joined through DNS")
 	setNames("127.0.0.2", "127.0.0.4")
-	eventually(t, "r1 left through DNS", func() bool {
-		return len(rs[0].ring.Stats().Members) == 2 && len(rs[2].ring.Stats().Members) == 2
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+		if n0, n2 := len(rs[0].ring.Stats().Members), len(rs[2].ring.Stats().Members); n0 != 2 || n2 != 2 {
+			return fmt.Errorf("r1 has not left through DNS: r0 counts %d members, r2 %d", n0, n2)
+		}
+		return nil
 	})
 	want := sumOf([]*replica{rs[0], rs[2]})
-	eventually(t, "r0 and r2 agree", func() bool { return rs[0].agrees(want) && rs[2].agrees(want) })
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+		if !rs[0].agrees(want) || !rs[2].agrees(want) {
+			return errors.New("r0 and r2 do not agree on their sum")
+		}
+		return nil
+	})
 }
 
 // sharedPortListeners listens on 127.0.0.2, .3, ... with one port, as

@@ -1,7 +1,9 @@
 package syncring
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/kvgate/kvgate/wire"
 )
@@ -13,7 +15,12 @@ func TestFiveReplicasConverge(t *testing.T) {
 	rs := fleet(t, 5, nil)
 	converged(t, rs, "5 replicas agree on the sum")
 	for _, r := range rs {
-		eventually(t, r.id+" reports rounds", func() bool { return r.ring.Stats().RoundsDone > 0 })
+		checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+			if r.ring.Stats().RoundsDone == 0 {
+				return fmt.Errorf("%s reports no round done", r.id)
+			}
+			return nil
+		})
 	}
 
 	// Loads change: the view follows.
@@ -61,12 +68,18 @@ func TestReservationBroadcast(t *testing.T) {
 	formed(t, rs)
 	a.src.reserve(4, 500)
 	a.src.reserve(4, 20)
-	eventually(t, "reservation seen by the peer", func() bool {
-		return b.ring.PeerLoad()[4] == Load{Prefill: 520, Requests: 2}
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+		if got, want := b.ring.PeerLoad()[4], (Load{Prefill: 520, Requests: 2}); got != want {
+			return fmt.Errorf("the peer sees %+v on engine 4, want the reservations' %+v", got, want)
+		}
+		return nil
 	})
 	a.src.release(4, 500)
-	eventually(t, "release seen by the peer", func() bool {
-		return b.ring.PeerLoad()[4] == Load{Prefill: 20, Requests: 1}
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+		if got, want := b.ring.PeerLoad()[4], (Load{Prefill: 20, Requests: 1}); got != want {
+			return fmt.Errorf("the peer sees %+v on engine 4, want %+v after the release", got, want)
+		}
+		return nil
 	})
 
 }
@@ -85,13 +98,13 @@ func TestReservationsReconciled(t *testing.T) {
 	}
 	converged(t, rs, "after 60 reservations")
 	for _, r := range rs {
-		eventually(t, "nothing pending at "+r.id, func() bool {
+		checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
 			for _, p := range r.ring.Stats().Peers {
 				if p.Pending != 0 {
-					return false
+					return fmt.Errorf("%s still has %d reservations pending", r.id, p.Pending)
 				}
 			}
-			return true
+			return nil
 		})
 	}
 }
@@ -115,14 +128,14 @@ func TestNoBroadcast(t *testing.T) {
 // is in the same epoch: reservations of another epoch are dropped).
 func formed(t *testing.T, rs []*replica) {
 	t.Helper()
-	eventually(t, "ring formed", func() bool {
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
 		for _, r := range rs {
 			r.ring.publishStatsSoon()
-			if len(r.ring.Stats().Members) != len(rs) {
-				return false
+			if n := len(r.ring.Stats().Members); n != len(rs) {
+				return fmt.Errorf("ring not formed: %s counts %d members, want %d", r.id, n, len(rs))
 			}
 		}
-		return true
+		return nil
 	})
 }
 
