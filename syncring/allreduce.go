@@ -56,7 +56,7 @@ func (s *loopState) start(id uint64) {
 	s.r.cfg.Source.ReadLoad(s.own, func() { snap = s.r.snap.Add(1) })
 	for k, ci := range s.order {
 		l := s.own[ci]
-		rd.acc[k*loadValues], rd.acc[k*loadValues+1], rd.acc[k*loadValues+2] = l.Prefill, l.Decode, l.Requests
+		rd.acc[k*loadValues], rd.acc[k*loadValues+1], rd.acc[k*loadValues+2] = l.PrefillTokens, l.DecodeTokens, l.Requests
 	}
 	rd.acc[loadValues*e+s.rank] = int64(snap)
 	rd.own = append([]int64(nil), rd.acc...)

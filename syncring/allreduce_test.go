@@ -13,7 +13,7 @@ import (
 // abandoned with the previous view kept.
 func TestRoundStateMachine(t *testing.T) {
 	engines := []string{"x:1", "y:1"} // vector: 2 engines x 3 + 3 member slots = 9 values, chunks of 3
-	src := &source{loads: []Load{{Prefill: 10, Decode: 20, Requests: 1}, {Prefill: 30, Decode: 40, Requests: 2}}}
+	src := &source{loads: []Load{{PrefillTokens: 10, DecodeTokens: 20, Requests: 1}, {PrefillTokens: 30, DecodeTokens: 40, Requests: 2}}}
 	cfg := DefaultConfig()
 	cfg.ID, cfg.Engines, cfg.Source = "b", engines, src
 	r, err := newRing(cfg)
@@ -74,7 +74,7 @@ func TestRoundStateMachine(t *testing.T) {
 		t.Fatalf("round not complete: done %d", s.done)
 	}
 	peers := r.PeerLoad()
-	if peers[0] != (Load{Prefill: 101, Decode: 202, Requests: 303}) || peers[1] != (Load{Prefill: 404, Decode: 505, Requests: 606}) {
+	if peers[0] != (Load{PrefillTokens: 101, DecodeTokens: 202, Requests: 303}) || peers[1] != (Load{PrefillTokens: 404, DecodeTokens: 505, Requests: 606}) {
 		t.Fatalf("peer load after the round: %+v", peers)
 	}
 

@@ -145,7 +145,7 @@ func (s *loopState) publishView() {
 	v := make([]Load, len(s.order))
 	for k, ci := range s.order {
 		i := k * loadValues
-		v[ci] = Load{Prefill: s.contrib[i] + s.pendingSum[i], Decode: s.contrib[i+1] + s.pendingSum[i+1],
+		v[ci] = Load{PrefillTokens: s.contrib[i] + s.pendingSum[i], DecodeTokens: s.contrib[i+1] + s.pendingSum[i+1],
 			Requests: s.contrib[i+2] + s.pendingSum[i+2]}
 	}
 	s.r.view.Store(&v)

@@ -119,8 +119,8 @@ func appendReserve(b []byte, epoch uint64, r *reserveBatch) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Items)))
 	for _, it := range r.Items {
 		b = binary.AppendUvarint(b, uint64(it.Engine))
-		b = binary.AppendVarint(b, it.Prefill)
-		b = binary.AppendVarint(b, it.Decode)
+		b = binary.AppendVarint(b, it.PrefillTokens)
+		b = binary.AppendVarint(b, it.DecodeTokens)
 		b = binary.AppendVarint(b, it.Requests)
 	}
 	return b
@@ -248,7 +248,7 @@ func decodeMessage(body []byte, m *message, base func(c *chunk, n int) []int64) 
 		r.Items = r.Items[:0]
 		for range n {
 			e := d.uvarint()
-			it := reservation{Engine: uint32(e), Load: Load{Prefill: d.varint(), Decode: d.varint(), Requests: d.varint()}}
+			it := reservation{Engine: uint32(e), Load: Load{PrefillTokens: d.varint(), DecodeTokens: d.varint(), Requests: d.varint()}}
 			if e > 1<<31 {
 				d.err = errMalformed
 			}

@@ -133,7 +133,7 @@ func (s *loopState) dropPending(p *peer, snap uint64) {
 // addLoad adds sign x l to the pending sum of an engine.
 func (s *loopState) addLoad(engine uint32, l Load, sign int64) {
 	i := int(engine) * loadValues
-	s.pendingSum[i] += sign * l.Prefill
-	s.pendingSum[i+1] += sign * l.Decode
+	s.pendingSum[i] += sign * l.PrefillTokens
+	s.pendingSum[i+1] += sign * l.DecodeTokens
 	s.pendingSum[i+2] += sign * l.Requests
 }

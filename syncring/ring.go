@@ -15,17 +15,6 @@ import (
 	"github.com/kvgate/kvgate/wire"
 )
 
-// Load is one engine's load: the work routers have sent it that has not
-// finished, as one replica counts it or summed over replicas.
-type Load struct {
-	Prefill  int64 // prompt tokens waiting for their first token
-	Decode   int64 // KV tokens of requests decoding
-	Requests int64 // requests in flight
-}
-
-// values per engine in the reduced vector
-const loadValues = 3
-
 // LoadSource is this replica's own exact load, read at the start of every
 // round.
 type LoadSource interface {

@@ -19,7 +19,7 @@ func (f *fakeFleet) PeerLoad() []syncring.Load { return f.peers }
 func (f *fakeFleet) Reserve(engine int, d syncring.Load) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reserved[engine] += d.Prefill
+	f.reserved[engine] += d.PrefillTokens
 }
 
 // TestFleetLoadSteersRouting: the peers' load counts like this router's own
@@ -30,7 +30,7 @@ func TestFleetLoadSteersRouting(t *testing.T) {
 	pool := simPool(t, 2)
 	for _, p := range []Policy{PolicyLeastLoad, PolicyKV} {
 		f := &fakeFleet{peers: make([]syncring.Load, 2), reserved: map[int]int64{}}
-		f.peers[0] = syncring.Load{Prefill: 1 << 20, Decode: 1 << 20, Requests: 500}
+		f.peers[0] = syncring.Load{PrefillTokens: 1 << 20, DecodeTokens: 1 << 20, Requests: 500}
 		r := New(pool, p, DefaultWeights())
 		r.SetFleet(f)
 		req := &Request{Model: "kvgate/sim", Tokens: make([]uint32, 64)}
@@ -49,7 +49,7 @@ func TestFleetLoadSteersRouting(t *testing.T) {
 		marked := false
 		own := make([]syncring.Load, 2)
 		r.ReadLoad(own, func() { marked = true })
-		if !marked || own[1].Requests != 10 || own[1].Prefill != 640 || own[0] != (syncring.Load{}) {
+		if !marked || own[1].Requests != 10 || own[1].PrefillTokens != 640 || own[0] != (syncring.Load{}) {
 			t.Fatalf("%s ReadLoad: %+v marked=%v", p, own, marked)
 		}
 		if got := r.PeerLoad(pool.Engines()[0]); got != f.peers[0] {

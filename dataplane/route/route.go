@@ -1,7 +1,10 @@
 // Package route decides which engine serves a request: it hashes the prompt
 // per engine hash scheme, matches it against the KV index, scores each
 // candidate by an estimate of its time to first token, and reserves the
-// chosen engine's load atomically with the choice.
+// chosen engine's load. The choice and the reservation are two critical
+// sections, not one: decisions made at the same moment may score the same
+// load, and picking at random among near-ties is what spreads them. Which
+// lock guards what, and what routing reads without one: dataplane/LOCKS.md.
 package route
 
 import (
@@ -126,17 +129,11 @@ type Fleet interface {
 	Reserve(engine int, delta syncring.Load)
 }
 
-// Load is the work a router has sent to an engine and not yet seen finish.
-type Load struct {
-	PrefillTokens int64 // waiting for their first token
-	DecodeTokens  int64 // KV tokens of requests decoding
-	Requests      int64
-}
-
-// engineLoad is a router's view of one engine: its own load there and the
-// queued-prefill estimate built on the engine's reports.
+// engineLoad is a router's view of one engine: its own load there (the
+// work it has sent and not yet seen finish) and the queued-prefill estimate
+// built on the engine's reports.
 type engineLoad struct {
-	Load
+	syncring.Load
 	pend PendingPrefill
 }
 
@@ -209,9 +206,9 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	l := r.loadOf(d.Engine)
 	l.PrefillTokens += prefill
 	l.Requests++
-	l.pend.Report(seq, monoNanos(at), float64(peers.Prefill))
+	l.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
 	d.tag = l.pend.Reserve(monoNanos(time.Now()), float64(prefill))
-	r.broadcast(d.Engine, syncring.Load{Prefill: prefill, Requests: 1})
+	r.broadcast(d.Engine, syncring.Load{PrefillTokens: prefill, Requests: 1})
 	r.mu.Unlock()
 	return d, nil
 }
@@ -235,8 +232,7 @@ func (r *Router) ReadLoad(dst []syncring.Load, mark func()) {
 	defer r.mu.Unlock()
 	for i, e := range r.pool.Engines() {
 		if i < len(dst) {
-			l := &r.loadOf(e).Load
-			dst[i] = syncring.Load{Prefill: l.PrefillTokens, Decode: l.DecodeTokens, Requests: l.Requests}
+			dst[i] = r.loadOf(e).Load
 		}
 	}
 	mark()
@@ -286,7 +282,7 @@ func (r *Router) loadOf(e *engine.Engine) *engineLoad {
 }
 
 // Inflight returns a copy of the router's own load on e.
-func (r *Router) Inflight(e *engine.Engine) Load {
+func (r *Router) Inflight(e *engine.Engine) syncring.Load {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.loadOf(e).Load
@@ -314,10 +310,10 @@ func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
 	r.mu.Lock()
 	l := r.loadOf(e)
 	own := l.Load
-	l.pend.Report(seq, monoNanos(at), float64(peers.Prefill))
-	prefill = l.pend.Queued(reported, float64(peers.Prefill))
+	l.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
+	prefill = l.pend.Queued(reported, float64(peers.PrefillTokens))
 	r.mu.Unlock()
-	decode = float64(own.DecodeTokens + peers.Decode)
+	decode = float64(own.DecodeTokens + peers.DecodeTokens)
 	requests = float64(own.Requests + peers.Requests)
 	if rep != nil {
 		decode = max(decode, float64(rep.ActiveDecodeTokens))
@@ -496,7 +492,7 @@ func (d *Decision) FirstToken() {
 	l.PrefillTokens -= prefill
 	l.pend.Started(d.tag)
 	l.DecodeTokens += int64(d.prompt)
-	d.r.broadcast(d.Engine, syncring.Load{Prefill: -prefill, Decode: int64(d.prompt)})
+	d.r.broadcast(d.Engine, syncring.Load{PrefillTokens: -prefill, DecodeTokens: int64(d.prompt)})
 	d.r.mu.Unlock()
 }
 
@@ -521,13 +517,13 @@ func (d *Decision) Done() {
 	l := d.r.loadOf(d.Engine)
 	delta := syncring.Load{Requests: -1}
 	if d.first.Load() {
-		delta.Decode = -(int64(d.prompt) + d.generated)
+		delta.DecodeTokens = -(int64(d.prompt) + d.generated)
 	} else {
-		delta.Prefill = -int64(d.prompt - d.PredictedCached)
+		delta.PrefillTokens = -int64(d.prompt - d.PredictedCached)
 		l.pend.Started(d.tag)
 	}
-	l.PrefillTokens += delta.Prefill
-	l.DecodeTokens += delta.Decode
+	l.PrefillTokens += delta.PrefillTokens
+	l.DecodeTokens += delta.DecodeTokens
 	l.Requests--
 	d.r.broadcast(d.Engine, delta)
 	d.r.mu.Unlock()
