@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -145,29 +146,23 @@ func TestStreams(t *testing.T) {
 
 	// A router that goes away has its open streams cancelled.
 	_ = c.Send(11, gen())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
 		f.mu.Lock()
-		n := len(f.generated)
-		f.mu.Unlock()
-		if n >= 2 || time.Now().After(deadline) {
-			break
+		defer f.mu.Unlock()
+		if len(f.generated) < 2 {
+			return fmt.Errorf("the backend has %d streams, want 2 (stream 11 open)", len(f.generated))
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	c.Close()
-	for {
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
 		f.mu.Lock()
-		n := len(f.cancelled)
-		f.mu.Unlock()
-		if n == 2 {
-			break
+		defer f.mu.Unlock()
+		if len(f.cancelled) != 2 {
+			return fmt.Errorf("the gone router's stream was not cancelled: %d cancelled, want 2", len(f.cancelled))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gone router's stream was not cancelled")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestProtocolErrors: GENERATE on stream 0 and a router-only frame close
@@ -188,13 +183,14 @@ func TestProtocolErrors(t *testing.T) {
 func TestDrain(t *testing.T) {
 	f, s, c := start(t)
 	_ = c.Send(1, gen())
-	done := make(chan error, 1)
-	go func() {
-		for f.Idle() {
-			time.Sleep(time.Millisecond)
+	checkFor(t, 30*time.Second, time.Millisecond, func() error {
+		if f.Idle() {
+			return errors.New("the backend did not start the request")
 		}
-		done <- s.Shutdown(context.Background())
-	}()
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
 	for {
 		fr, err := c.ReadFrame()
 		if err != nil {
