@@ -32,7 +32,7 @@ func TestUnauthenticatedChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := appendReserve(nil, 0, &reserveBatch{Tag: 1, Items: []reservation{{Engine: 1, Load: Load{Prefill: 1 << 30, Requests: 1}}}})
+	body := appendReserve(nil, 0, &reserveBatch{Tag: 1, Items: []reservation{{Engine: 1, Load: Load{PrefillTokens: 1 << 30, Requests: 1}}}})
 	frame, _ := wire.AppendFrame(nil, 0, &wire.Ring{Body: body})
 	_, _ = nc.Write(frame)
 	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -48,7 +48,7 @@ func TestUnauthenticatedChangesNothing(t *testing.T) {
 	defer c.Close()
 	before := target.ring.Stats().Ignored
 	for _, b := range [][]byte{
-		appendReserve(nil, 12345, &reserveBatch{Tag: 1, Items: []reservation{{Engine: 2, Load: Load{Prefill: 1 << 30, Requests: 1}}}}),
+		appendReserve(nil, 12345, &reserveBatch{Tag: 1, Items: []reservation{{Engine: 2, Load: Load{PrefillTokens: 1 << 30, Requests: 1}}}}),
 		appendChunk(nil, 12345, &chunk{Round: 1 << 40, Index: 1, Values: make([]int64, 11)}, nil),
 	} {
 		if err := c.Send(0, &wire.Ring{Body: b}); err != nil {

@@ -26,8 +26,8 @@ func (c *churn) ReadLoad(dst []Load, mark func()) {
 	defer c.mu.Unlock()
 	for i := range c.loads {
 		if c.rng.Float64() < c.frac {
-			c.loads[i].Prefill = max(0, c.loads[i].Prefill+c.rng.Int64N(8192)-4096)
-			c.loads[i].Decode = max(0, c.loads[i].Decode+c.rng.Int64N(2048)-1024)
+			c.loads[i].PrefillTokens = max(0, c.loads[i].PrefillTokens+c.rng.Int64N(8192)-4096)
+			c.loads[i].DecodeTokens = max(0, c.loads[i].DecodeTokens+c.rng.Int64N(2048)-1024)
 			c.loads[i].Requests = max(0, c.loads[i].Requests+c.rng.Int64N(5)-2)
 		}
 	}

@@ -32,9 +32,9 @@ func (s *source) set(loads []Load) {
 func (s *source) reserve(e int, prefill int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loads[e].Prefill += prefill
+	s.loads[e].PrefillTokens += prefill
 	s.loads[e].Requests++
-	s.ring.Reserve(e, Load{Prefill: prefill, Requests: 1})
+	s.ring.Reserve(e, Load{PrefillTokens: prefill, Requests: 1})
 }
 
 // release ends a request of engine e before its first token, as the
@@ -42,9 +42,9 @@ func (s *source) reserve(e int, prefill int64) {
 func (s *source) release(e int, prefill int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loads[e].Prefill -= prefill
+	s.loads[e].PrefillTokens -= prefill
 	s.loads[e].Requests--
-	s.ring.Reserve(e, Load{Prefill: -prefill, Requests: -1})
+	s.ring.Reserve(e, Load{PrefillTokens: -prefill, Requests: -1})
 }
 
 func (s *source) get() []Load {
@@ -75,7 +75,7 @@ type replica struct {
 func loadsFor(i int) []Load {
 	out := make([]Load, len(testEngines))
 	for e := range out {
-		out[e] = Load{Prefill: int64(100*i + e), Decode: int64(1000*i + 7*e), Requests: int64(i + 1)}
+		out[e] = Load{PrefillTokens: int64(100*i + e), DecodeTokens: int64(1000*i + 7*e), Requests: int64(i + 1)}
 	}
 	return out
 }
@@ -139,8 +139,8 @@ func sumOf(rs []*replica) []Load {
 			continue
 		}
 		for e, l := range r.src.get() {
-			out[e].Prefill += l.Prefill
-			out[e].Decode += l.Decode
+			out[e].PrefillTokens += l.PrefillTokens
+			out[e].DecodeTokens += l.DecodeTokens
 			out[e].Requests += l.Requests
 		}
 	}
@@ -151,7 +151,7 @@ func sumOf(rs []*replica) []Load {
 func (r *replica) agrees(want []Load) bool {
 	own, peers := r.src.get(), r.ring.PeerLoad()
 	for e := range want {
-		if own[e].Prefill+peers[e].Prefill != want[e].Prefill || own[e].Decode+peers[e].Decode != want[e].Decode ||
+		if own[e].PrefillTokens+peers[e].PrefillTokens != want[e].PrefillTokens || own[e].DecodeTokens+peers[e].DecodeTokens != want[e].DecodeTokens ||
 			own[e].Requests+peers[e].Requests != want[e].Requests {
 			return false
 		}

@@ -18,7 +18,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 	if err := decodeMessage(appendHeartbeat(nil, 99, &hb), &m, nil); err != nil || m.Epoch != 99 || !reflect.DeepEqual(m.Heartbeat, hb) {
 		t.Fatalf("heartbeat: %v %+v", err, m.Heartbeat)
 	}
-	res := reserveBatch{Tag: 7, Items: []reservation{{Engine: 3, Load: Load{Prefill: 4096, Requests: 1}}, {Engine: 0, Load: Load{Prefill: -5, Decode: 77, Requests: -1}}}}
+	res := reserveBatch{Tag: 7, Items: []reservation{{Engine: 3, Load: Load{PrefillTokens: 4096, Requests: 1}}, {Engine: 0, Load: Load{PrefillTokens: -5, DecodeTokens: 77, Requests: -1}}}}
 	if err := decodeMessage(appendReserve(nil, 1, &res), &m, nil); err != nil || !reflect.DeepEqual(m.Reserve, res) {
 		t.Fatalf("reserve: %v %+v", err, m.Reserve)
 	}
@@ -79,7 +79,7 @@ func noBase(*chunk, int) []int64 { return nil }
 func FuzzRingMessage(f *testing.F) {
 	f.Add(appendHeartbeat(nil, 1, &heartbeat{Incarnation: 1, Hears: []string{"x"}}))
 	f.Add(appendChunk(nil, 1, &chunk{Round: 2, Phase: 1, Step: 1, Index: 1, Values: []int64{-1, 0, 1 << 50}}, nil))
-	f.Add(appendReserve(nil, 1, &reserveBatch{Tag: 3, Items: []reservation{{Engine: 1, Load: Load{Prefill: 9, Requests: 1}}}}))
+	f.Add(appendReserve(nil, 1, &reserveBatch{Tag: 3, Items: []reservation{{Engine: 1, Load: Load{PrefillTokens: 9, Requests: 1}}}}))
 	f.Add(appendDigest(nil, 1, []byte{1, 2, 3}))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var m message

@@ -69,14 +69,14 @@ func TestReservationBroadcast(t *testing.T) {
 	a.src.reserve(4, 500)
 	a.src.reserve(4, 20)
 	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
-		if got, want := b.ring.PeerLoad()[4], (Load{Prefill: 520, Requests: 2}); got != want {
+		if got, want := b.ring.PeerLoad()[4], (Load{PrefillTokens: 520, Requests: 2}); got != want {
 			return fmt.Errorf("the peer sees %+v on engine 4, want the reservations' %+v", got, want)
 		}
 		return nil
 	})
 	a.src.release(4, 500)
 	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
-		if got, want := b.ring.PeerLoad()[4], (Load{Prefill: 20, Requests: 1}); got != want {
+		if got, want := b.ring.PeerLoad()[4], (Load{PrefillTokens: 20, Requests: 1}); got != want {
 			return fmt.Errorf("the peer sees %+v on engine 4, want %+v after the release", got, want)
 		}
 		return nil
