@@ -6,7 +6,10 @@ type TierUsage struct {
 	Used, Total uint64
 }
 
-// Load reports an engine rank's scheduler state, periodically and on LOAD_REQUEST.
+// Load is the LOAD frame: an engine rank's report of its own scheduler
+// state, sent periodically and on LOAD_REQUEST. It is what the engine says it
+// has queued; the work routers have sent it and not seen finish is
+// syncring.Load, a different thing.
 //
 //	| dp_rank u16 | reserved u16 | running u32 | waiting u32 | reserved u32 |
 //	| queued_prefill_tokens u64 | active_decode_tokens u64 | timestamp_ns i64 |
