@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvgate/kvgate/dataplane"
+	"github.com/kvgate/kvgate/dataplane/admin"
 	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/gateway"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/passthrough"
 	"github.com/kvgate/kvgate/dataplane/route"
@@ -26,12 +23,12 @@ import (
 // daemon is a running kvgate.
 type daemon struct {
 	log    *slog.Logger
-	sims   []*sim.Server
+	sims   *sim.Local
 	pool   *engine.Pool
 	ring   *syncring.Ring
 	steer  *passthrough.Pool
 	http   *httpx.Server
-	admin  *http.Server
+	admin  *admin.Server
 	served chan error
 	stop   context.CancelFunc
 }
@@ -67,15 +64,16 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		return nil, err
 	}
 	d.steer = httpPool
-	metrics := dataplane.NewMetrics(d.pool, router)
+	reg := prometheus.NewRegistry()
+	admin.RegisterEngines(reg, d.pool, router)
 	if d.ring != nil {
-		metrics.RegisterRing(d.ring)
+		admin.RegisterRing(reg, d.ring)
 	}
 	if httpPool != nil {
-		metrics.RegisterPassthrough(httpPool)
+		admin.RegisterPassthrough(reg, httpPool)
 	}
-	gw := &dataplane.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
-		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: metrics, Passthrough: httpPool}
+	gw := &gateway.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
+		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool}
 	c.http.Logger = log
 	d.http = httpx.NewServer(c.http, gw)
 	go func() { d.served <- d.http.Serve() }()
@@ -85,13 +83,15 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		d.close()
 		return nil, fmt.Errorf("HTTP server: %w", err)
 	}
-	if err := d.startAdmin(c.adminListen, metrics, router, index); err != nil {
+	d.admin = admin.NewServer(reg)
+	d.admin.HandleJSON("/debug/state", func() any { return admin.Snapshot(d.pool, router, index, d.ring) })
+	if err := d.admin.Listen(c.adminListen); err != nil {
 		d.close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
-	go maintain(ctx, index)
+	go index.Maintain(ctx)
 	if c.simEngines > 0 {
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer wcancel()
@@ -103,7 +103,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	if d.ring != nil {
 		ringAddr = d.ring.Addr()
 	}
-	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr, "ring", ringAddr, "engines", addrs,
+	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr(), "ring", ringAddr, "engines", addrs,
 		"policy", string(c.policy), "tokenizer", tokenizerName(c.tokenizerDir))
 	return d, nil
 }
@@ -129,81 +129,16 @@ func (d *daemon) startSims(c *config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var addrs []string
-	for i := range c.simEngines {
-		cfg := sim.DefaultConfig()
-		cfg.ID = fmt.Sprintf("sim-%d", i)
-		cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = "Qwen/Qwen3-8B", profile, c.simGPUBlocks
-		if c.maxModelLen > 0 {
-			cfg.Rank.MaxModelLen = c.maxModelLen + 1<<16
-		}
-		cfg.Speed, cfg.Secret, cfg.Logger = c.simSpeed, c.secret, d.log
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			return nil, err
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		go func() { _ = s.Serve(ln) }()
-		d.sims = append(d.sims, s)
-		addrs = append(addrs, ln.Addr().String())
+	cfg := sim.DefaultConfig()
+	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = "Qwen/Qwen3-8B", profile, c.simGPUBlocks
+	if c.maxModelLen > 0 {
+		cfg.Rank.MaxModelLen = c.maxModelLen + 1<<16
 	}
-	return addrs, nil
-}
-
-func (d *daemon) startAdmin(addr string, m *dataplane.Metrics, r *route.Router, index *kvstore.Index) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/debug/state", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		st := state(d.pool, r, index)
-		if d.ring != nil {
-			st["ring"] = d.ring.Stats()
-		}
-		_ = json.NewEncoder(w).Encode(st)
-	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("admin listener: %w", err)
+	cfg.Speed, cfg.Secret, cfg.Logger = c.simSpeed, c.secret, d.log
+	if d.sims, err = sim.StartLocal(c.simEngines, cfg); err != nil {
+		return nil, err
 	}
-	d.admin = &http.Server{Handler: mux, Addr: ln.Addr().String(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = d.admin.Serve(ln) }()
-	return nil
-}
-
-// state is /debug/state: engines, their load and the index.
-func state(pool *engine.Pool, r *route.Router, index *kvstore.Index) map[string]any {
-	var engines []map[string]any
-	for _, e := range pool.Engines() {
-		info := e.Info()
-		engines = append(engines, map[string]any{"addr": e.Addr, "id": info.ID, "state": e.State().String(),
-			"models": info.Models, "block_size": info.BlockSize, "inflight": r.Inflight(e), "peer_load": r.PeerLoad(e), "reported_load": e.Load()})
-	}
-	st := index.Stats()
-	return map[string]any{"policy": r.Policy(), "engines": engines,
-		"index": map[string]any{"entries": st.Entries, "bytes": st.Bytes, "events_applied": st.EventsApplied, "engines": st.Engines}}
-}
-
-// maintain runs the index's periodic work: expiring approximate entries and
-// sweeping stale ones, a shard at a time.
-func maintain(ctx context.Context, index *kvstore.Index) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			index.ExpireApprox()
-			index.Sweep(8)
-		}
-	}
+	return d.sims.Addrs, nil
 }
 
 // shutdown drains: the HTTP server stops taking requests and lets in-flight
@@ -230,7 +165,7 @@ func (d *daemon) close() {
 	if d.steer != nil {
 		_ = d.steer.Close() // polling stops, the steering programs unload
 	}
-	for _, s := range d.sims {
-		s.Close()
+	if d.sims != nil {
+		d.sims.Close()
 	}
 }

@@ -1,9 +1,10 @@
-package dataplane
+package gateway
 
 import (
 	"context"
 	"errors"
 
+	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/passthrough"
 )
@@ -12,8 +13,8 @@ import (
 // its model; ok is false when it did not take the request. The engine's
 // response goes to the client unchanged; only a failure before anything
 // was sent is answered in the API's error format (503).
-func (g *Gateway) passthrough(w *httpx.ResponseWriter, r *httpx.Request, req *genRequest, flavor apiFlavor) (status int, ok bool) {
-	if g.Passthrough == nil || g.servesWire(req.model) || !g.Passthrough.Serves(req.model) {
+func (g *Gateway) passthrough(w *httpx.ResponseWriter, r *httpx.Request, req *genRequest, flavor api.Flavor) (status int, ok bool) {
+	if g.Passthrough == nil || g.servesWire(req.Model) || !g.Passthrough.Serves(req.Model) {
 		return 0, false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -25,11 +26,9 @@ func (g *Gateway) passthrough(w *httpx.ResponseWriter, r *httpx.Request, req *ge
 		case <-ctx.Done():
 		}
 	}()
-	status, _, err := g.Passthrough.Serve(ctx, w, r, req.model, req.tokens)
+	status, _, err := g.Passthrough.Serve(ctx, w, r, req.Model, req.tokens)
 	if errors.Is(err, passthrough.ErrNoEngine) || errors.Is(err, passthrough.ErrUnavailable) {
-		e := &apiError{status: 503, kind: "service_unavailable", message: err.Error(), retryAfter: 1}
-		writeError(w, flavor, e)
-		return e.status, true
+		return writeError(w, flavor, &api.Error{Status: 503, Type: "service_unavailable", Message: err.Error(), RetryAfter: 1}), true
 	}
 	if status == 0 {
 		status = 502

@@ -1,4 +1,4 @@
-package dataplane
+package admin
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,8 +9,8 @@ import (
 // RegisterRing adds the replica ring's metrics, read from its stats at
 // scrape time: this replica's epoch, members, rounds and bytes, and per
 // peer its index similarity, load divergence and round figures.
-func (m *Metrics) RegisterRing(r *syncring.Ring) {
-	m.Registry.MustRegister(&ringCollector{r: r})
+func RegisterRing(reg prometheus.Registerer, r *syncring.Ring) {
+	reg.MustRegister(&ringCollector{r: r})
 }
 
 type ringCollector struct{ r *syncring.Ring }

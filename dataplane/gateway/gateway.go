@@ -1,4 +1,4 @@
-package dataplane
+package gateway
 
 import (
 	"crypto/rand"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/passthrough"
@@ -27,7 +28,8 @@ type Gateway struct {
 	Retries int
 	// FirstTokenTimeout bounds the wait for the first token (504 after).
 	FirstTokenTimeout time.Duration
-	Metrics           *Metrics
+	// Metrics counts requests and their latency; nil counts nothing.
+	Metrics *Metrics
 	// Passthrough holds the HTTP engines (--http-engine), nil without.
 	Passthrough *passthrough.Pool
 }
@@ -40,16 +42,16 @@ func (g *Gateway) ServeHTTP(w *httpx.ResponseWriter, r *httpx.Request) {
 		reqID = newRequestID()
 	}
 	w.Header().Set("x-request-id", reqID)
-	flavor := flavorOpenAI
+	flavor := api.OpenAI
 	if strings.HasPrefix(r.Path, "/v1/messages") {
-		flavor = flavorAnthropic
+		flavor = api.Anthropic
 	}
 	status := g.serve(w, r, flavor, reqID)
 	g.Metrics.observeRequest(r.Path, status, time.Since(start))
 }
 
-func (g *Gateway) serve(w *httpx.ResponseWriter, r *httpx.Request, flavor apiFlavor, reqID string) int {
-	fail := func(e *apiError) int { writeError(w, flavor, e); return e.status }
+func (g *Gateway) serve(w *httpx.ResponseWriter, r *httpx.Request, flavor api.Flavor, reqID string) int {
+	fail := func(e *api.Error) int { return writeError(w, flavor, e) }
 	switch r.Path {
 	case "/health":
 		return g.simple(w, r, 200, `{"status":"ok"}`)
@@ -60,15 +62,15 @@ func (g *Gateway) serve(w *httpx.ResponseWriter, r *httpx.Request, flavor apiFla
 		return g.simple(w, r, 503, `{"status":"no engine ready"}`)
 	}
 	if !g.authorized(r) {
-		return fail(&apiError{status: 401, kind: "authentication_error", message: "invalid or missing API key"})
+		return fail(&api.Error{Status: 401, Type: "authentication_error", Message: "invalid or missing API key"})
 	}
 	route, ok := routes[r.Path]
 	if !ok {
-		return fail(notFound("no route for " + r.Path))
+		return fail(api.NotFound("no route for " + r.Path))
 	}
 	if route.method != r.Method {
 		w.Header().Set("Allow", route.method)
-		return fail(&apiError{status: 405, message: "method " + r.Method + " not allowed on " + r.Path})
+		return fail(&api.Error{Status: 405, Message: "method " + r.Method + " not allowed on " + r.Path})
 	}
 	return route.serve(g, w, r, reqID)
 }
@@ -88,11 +90,29 @@ var routes = map[string]endpoint{
 }
 
 func (g *Gateway) simple(w *httpx.ResponseWriter, _ *httpx.Request, status int, body string) int {
+	return writeJSON(w, status, []byte(body))
+}
+
+// writeJSON sends a whole JSON response and returns its status.
+func writeJSON(w *httpx.ResponseWriter, status int, body []byte) int {
+	_ = finishJSON(w, status, body)
+	return status
+}
+
+// finishJSON sends a whole JSON response.
+func finishJSON(w *httpx.ResponseWriter, status int, body []byte) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
-	_ = w.Finish()
-	return status
+	_, _ = w.Write(body)
+	return w.Finish()
+}
+
+// writeError sends e in the flavor's shape and returns its status.
+func writeError(w *httpx.ResponseWriter, f api.Flavor, e *api.Error) int {
+	if ra := e.RetryAfterHeader(); ra != "" {
+		w.Header().Set("Retry-After", ra)
+	}
+	return writeJSON(w, e.Status, e.Body(f))
 }
 
 // ready reports whether every model any engine has announced has at least

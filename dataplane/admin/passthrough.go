@@ -1,4 +1,4 @@
-package dataplane
+package admin
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,8 +9,8 @@ import (
 // RegisterPassthrough adds the HTTP engines' metrics: readiness and the
 // prefill kvgate has in flight on each, the responses cut short, and the
 // steering mode in use.
-func (m *Metrics) RegisterPassthrough(p *passthrough.Pool) {
-	m.Registry.MustRegister(&passthroughCollector{p: p})
+func RegisterPassthrough(reg prometheus.Registerer, p *passthrough.Pool) {
+	reg.MustRegister(&passthroughCollector{p: p})
 }
 
 type passthroughCollector struct{ p *passthrough.Pool }

@@ -1,0 +1,16 @@
+// Package api holds the codecs of the HTTP APIs kvgate serves, and nothing
+// else: it decodes OpenAI Completions and Chat Completions, Anthropic
+// Messages and vLLM's tokenize shapes into a Request, encodes responses and
+// their event streams, renders errors in each API's own body, and matches
+// stop strings in streamed text.
+//
+// It does no I/O and knows no engine, tokenizer or router: the gateway
+// (dataplane/gateway) checks what depends on the fleet (is the model
+// served, is a token id in the vocabulary, does the prompt fit), tokenizes,
+// and writes the bytes the encoders return. Every decoder answers bad input
+// with an *Error that names the field, in the status and body shape the API
+// defines:
+//
+//	OpenAI:    {"error": {"message": "...", "type": "...", "param": "...", "code": null}}
+//	Anthropic: {"type": "error", "error": {"type": "...", "message": "..."}}
+package api

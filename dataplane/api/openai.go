@@ -1,0 +1,133 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Default max_tokens of OpenAI's endpoints when the client gives none:
+// the Completions API documents 16; for chat vLLM takes what the context
+// leaves, which a router cannot know, so a generous fixed limit.
+const (
+	defaultCompletionTokens = 16
+	defaultChatTokens       = 4096
+)
+
+// DecodeCompletion decodes a POST /v1/completions body.
+func DecodeCompletion(body []byte, check ModelCheck) (*Request, *Error) {
+	var b struct {
+		sampling
+		Prompt json.RawMessage `json:"prompt"`
+	}
+	if e := decodeJSON(body, &b); e != nil {
+		return nil, e
+	}
+	r, e := b.sampling.request(Completion, defaultCompletionTokens, check)
+	if e != nil {
+		return nil, e
+	}
+	if r.Prompt, e = decodePrompt(b.Prompt); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// decodePrompt reads a completions prompt: a string, a list of one string,
+// token ids, or a list of one list of token ids. Batches are refused.
+func decodePrompt(raw json.RawMessage) (Prompt, *Error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return Prompt{}, BadRequest("prompt", "field \"prompt\" is required")
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return Prompt{Text: s}, nil
+	}
+	var ss []string
+	if json.Unmarshal(raw, &ss) == nil {
+		if len(ss) != 1 {
+			return Prompt{}, BadRequest("prompt", "a list of prompts must have exactly one element (batching is not supported)")
+		}
+		return Prompt{Text: ss[0]}, nil
+	}
+	var ids []uint32
+	if json.Unmarshal(raw, &ids) == nil {
+		return Prompt{IDs: ids, IsIDs: true}, nil
+	}
+	var nested [][]uint32
+	if json.Unmarshal(raw, &nested) == nil && len(nested) == 1 {
+		return Prompt{IDs: nested[0], IsIDs: true}, nil
+	}
+	return Prompt{}, BadRequest("prompt", "prompt must be a string, a list of one string, or a list of token ids")
+}
+
+// DecodeChat decodes a POST /v1/chat/completions body.
+func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
+	var b struct {
+		sampling
+		Messages            json.RawMessage            `json:"messages"`
+		Tools               json.RawMessage            `json:"tools"`
+		ToolChoice          json.RawMessage            `json:"tool_choice"`
+		ResponseFormat      json.RawMessage            `json:"response_format"`
+		ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+		AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
+	}
+	if e := decodeJSON(body, &b); e != nil {
+		return nil, e
+	}
+	r, e := b.sampling.request(Chat, defaultChatTokens, check)
+	if e != nil {
+		return nil, e
+	}
+	if r.Guided, e = guidedOf(b.ResponseFormat, b.ToolChoice); e != nil {
+		return nil, e
+	}
+	msgs, err := normalizeMessages(b.Messages)
+	if err != nil {
+		return nil, BadRequest("messages", err.Error())
+	}
+	r.Conversation = Conversation{Messages: msgs, Tools: b.Tools, Kwargs: b.ChatTemplateKwargs,
+		AddGenerationPrompt: b.AddGenerationPrompt == nil || *b.AddGenerationPrompt}
+	return r, nil
+}
+
+// guidedOf builds the structured-output constraint the engine must honour:
+// a response_format other than text, or a tool_choice that forces a call
+// ("required" or a named function). "auto" and "none" constrain nothing:
+// tools reach the model through the chat template.
+func guidedOf(responseFormat, toolChoice json.RawMessage) ([]byte, *Error) {
+	g := map[string]json.RawMessage{}
+	if len(responseFormat) > 0 && string(responseFormat) != "null" {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(responseFormat, &rf); err != nil {
+			return nil, BadRequest("response_format", "response_format must be an object with a type")
+		}
+		switch rf.Type {
+		case "text":
+		case "json_object", "json_schema":
+			g["response_format"] = responseFormat
+		default:
+			return nil, BadRequest("response_format", fmt.Sprintf("response_format type %q is not text, json_object or json_schema", rf.Type))
+		}
+	}
+	if len(toolChoice) > 0 && string(toolChoice) != "null" {
+		var s string
+		if json.Unmarshal(toolChoice, &s) == nil {
+			switch s {
+			case "auto", "none":
+			case "required":
+				g["tool_choice"] = toolChoice
+			default:
+				return nil, BadRequest("tool_choice", fmt.Sprintf("tool_choice %q is not auto, none or required", s))
+			}
+		} else {
+			g["tool_choice"] = toolChoice // a named function
+		}
+	}
+	if len(g) == 0 {
+		return nil, nil
+	}
+	b, _ := json.Marshal(g)
+	return b, nil
+}

@@ -1,0 +1,59 @@
+package api
+
+import "strings"
+
+// StopMatcher finds stop strings in streamed text, holding back the tail
+// that could be the start of one, so no part of a stop string reaches the
+// client.
+type StopMatcher struct {
+	stops   []string
+	maxLen  int
+	pending string
+}
+
+// NewStopMatcher matches stops; with none, Feed passes text through.
+func NewStopMatcher(stops []string) *StopMatcher {
+	m := &StopMatcher{stops: stops}
+	for _, s := range stops {
+		m.maxLen = max(m.maxLen, len(s))
+	}
+	return m
+}
+
+// Feed takes new text and returns what may be sent, and whether a stop
+// string ended the output (the stop string itself is not sent). last says
+// no more text follows: everything held back is released.
+func (m *StopMatcher) Feed(text string, last bool) (string, bool) {
+	if len(m.stops) == 0 {
+		return text, false
+	}
+	m.pending += text
+	cut := -1
+	for _, s := range m.stops {
+		if s == "" {
+			continue
+		}
+		if i := strings.Index(m.pending, s); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	if cut >= 0 {
+		out := m.pending[:cut]
+		m.pending = ""
+		return out, true
+	}
+	if last {
+		out := m.pending
+		m.pending = ""
+		return out, false
+	}
+	keep := min(len(m.pending), m.maxLen-1)
+	for keep > 0 && keep < len(m.pending) && !isRuneStart(m.pending[len(m.pending)-keep]) {
+		keep++ // never split a UTF-8 sequence
+	}
+	out := m.pending[:len(m.pending)-keep]
+	m.pending = m.pending[len(m.pending)-keep:]
+	return out, false
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

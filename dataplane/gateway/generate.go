@@ -1,0 +1,148 @@
+package gateway
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+)
+
+func (g *Gateway) completions(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
+	req, e := api.DecodeCompletion(r.Body, g.checkModel)
+	return g.generate(w, r, reqID, req, e)
+}
+
+func (g *Gateway) chatCompletions(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
+	req, e := api.DecodeChat(r.Body, g.checkModel)
+	return g.generate(w, r, reqID, req, e)
+}
+
+func (g *Gateway) messages(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
+	req, e := api.DecodeMessages(r.Body, g.checkModel)
+	return g.generate(w, r, reqID, req, e)
+}
+
+// generate serves a decoded generation request of any API: it checks the
+// model and the prompt against the fleet and the tokenizer, then hands the
+// request to an HTTP engine or runs it on the wire engines.
+func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID string, req *api.Request, e *api.Error) int {
+	flavor := api.OpenAI
+	if req != nil {
+		flavor = req.Kind.Flavor()
+	} else if r.Path == "/v1/messages" {
+		flavor = api.Anthropic
+	}
+	var tokens []uint32
+	if e == nil {
+		tokens, e = g.promptTokens(req)
+	}
+	if e == nil {
+		e = g.promptLimit(len(tokens))
+	}
+	if e != nil {
+		return writeError(w, flavor, e)
+	}
+	gr := &genRequest{Request: req, id: reqID, tokens: tokens}
+	if status, ok := g.passthrough(w, r, gr, flavor); ok {
+		return status
+	}
+	return g.run(w, gr, g.encoder(gr))
+}
+
+// encoder is the response encoder of req's API.
+func (g *Gateway) encoder(req *genRequest) api.Encoder {
+	switch req.Kind {
+	case api.Messages:
+		return &api.AnthropicEncoder{ID: "msg_" + req.id, Model: req.Model, Stream: req.Stream, PromptTokens: uint32(len(req.tokens))}
+	case api.Chat:
+		return &api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
+			Stream: req.Stream, IncludeUsage: req.IncludeUsage}
+	}
+	return &api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
+		Stream: req.Stream, IncludeUsage: req.IncludeUsage}
+}
+
+// checkModel refuses a model no engine serves: 404, or 503 while some
+// engine has not yet said what it serves.
+func (g *Gateway) checkModel(model string) *api.Error {
+	if g.serves(model) {
+		return nil
+	}
+	if g.connecting() {
+		return &api.Error{Status: 503, Message: "engines are still connecting; model " + model + " is not known yet", RetryAfter: 1}
+	}
+	return api.NotFound(fmt.Sprintf("model %q is not served here (see GET /v1/models)", model))
+}
+
+// promptTokens tokenizes the request's prompt or renders and tokenizes
+// its conversation.
+func (g *Gateway) promptTokens(req *api.Request) ([]uint32, *api.Error) {
+	if req.Kind != api.Completion {
+		return g.chatTokens(&req.Conversation)
+	}
+	if !req.Prompt.IsIDs {
+		return g.Tok.Encode(nil, req.Prompt.Text, true), nil
+	}
+	if e := g.checkVocab("prompt", req.Prompt.IDs); e != nil {
+		return nil, e
+	}
+	return req.Prompt.IDs, nil
+}
+
+// checkVocab refuses token ids outside the tokenizer's vocabulary.
+func (g *Gateway) checkVocab(field string, ids []uint32) *api.Error {
+	for _, id := range ids {
+		if int(id) >= g.Tok.VocabSize() {
+			return api.BadRequest(field, fmt.Sprintf("token id %d is outside the vocabulary", id))
+		}
+	}
+	return nil
+}
+
+// chatTokens renders and tokenizes a conversation.
+func (g *Gateway) chatTokens(c *api.Conversation) ([]uint32, *api.Error) {
+	in := &tokenize.ChatInput{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt, Extra: c.Kwargs}
+	ids, _, err := g.Tok.EncodeChat(nil, in)
+	if err != nil {
+		return nil, api.BadRequest("messages", err.Error())
+	}
+	return ids, nil
+}
+
+// promptLimit refuses prompts the model cannot take.
+func (g *Gateway) promptLimit(n int) *api.Error {
+	if limit := g.Tok.Config.ModelMaxLength; limit > 0 && n >= limit {
+		return api.BadRequest("prompt", fmt.Sprintf("prompt is %d tokens; the model takes at most %d", n, limit))
+	}
+	if n == 0 {
+		return api.BadRequest("prompt", "prompt is empty")
+	}
+	return nil
+}
+
+// connecting reports whether some engine has never completed a handshake,
+// so the set of served models may still grow.
+func (g *Gateway) connecting() bool {
+	for _, e := range g.Pool.Engines() {
+		if e.Info().ID == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// serves reports whether a wire engine or an HTTP engine serves model.
+func (g *Gateway) serves(model string) bool {
+	return g.servesWire(model) || (g.Passthrough != nil && g.Passthrough.Serves(model))
+}
+
+func (g *Gateway) servesWire(model string) bool {
+	for _, e := range g.Pool.Engines() {
+		if e.Serves(model) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+package gateway
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the request path's Prometheus metrics: requests by path and
+// status, their latency, time to first token, routing time, and the
+// cached tokens the index predicted against those the engines reported.
+type Metrics struct {
+	requests        *prometheus.CounterVec
+	e2e             prometheus.Histogram
+	ttft            prometheus.Histogram
+	routeSeconds    prometheus.Histogram
+	predictedCached prometheus.Counter
+	reportedCached  prometheus.Counter
+}
+
+// NewMetrics makes the gateway's metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	latency := prometheus.ExponentialBuckets(0.0005, 2, 18)
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvgate_requests_total",
+			Help: "HTTP requests by path and status."}, []string{"path", "status"}),
+		e2e: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvgate_request_duration_seconds",
+			Help: "End-to-end request time.", Buckets: latency}),
+		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvgate_time_to_first_token_seconds",
+			Help: "From GENERATE sent to first token received.", Buckets: latency}),
+		routeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvgate_route_decision_seconds",
+			Help: "Time to hash, match, score and reserve.", Buckets: prometheus.ExponentialBuckets(1e-6, 2, 20)}),
+		predictedCached: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvgate_predicted_cached_tokens_total",
+			Help: "Prompt tokens the index predicted cached on the chosen engine."}),
+		reportedCached: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvgate_reported_cached_tokens_total",
+			Help: "Prompt tokens the engines reported served from cache."}),
+	}
+	reg.MustRegister(m.requests, m.e2e, m.ttft, m.routeSeconds, m.predictedCached, m.reportedCached)
+	return m
+}
+
+func (m *Metrics) observeRequest(path string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if _, known := routes[path]; !known && path != "/health" && path != "/ready" {
+		path = "other" // keep label cardinality bounded
+	}
+	m.requests.WithLabelValues(path, strconv.Itoa(status)).Inc()
+	m.e2e.Observe(d.Seconds())
+}
+
+func (m *Metrics) observeRoute(d time.Duration) {
+	if m != nil {
+		m.routeSeconds.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeFirstToken(d time.Duration, predicted, reported int) {
+	if m == nil {
+		return
+	}
+	m.ttft.Observe(d.Seconds())
+	m.predictedCached.Add(float64(predicted))
+	m.reportedCached.Add(float64(reported))
+}

@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/httpx"
+)
+
+// output sends what an API's encoder renders on the client's HTTP
+// response: the head once the first token arrives (naming the engine),
+// then the stream's events, or the whole body at the end. A failure before
+// the head is an ordinary error response; after it, an in-stream error.
+type output struct {
+	w       *httpx.ResponseWriter
+	enc     api.Encoder
+	flavor  api.Flavor
+	started bool
+	buf     []byte // reused: Chunk copies what it sends
+}
+
+// start sends a stream's head and opening events; engineID names the
+// serving engine in x-kvgate-engine.
+func (o *output) start(engineID string) error {
+	o.started = true
+	o.w.Header().Set("x-kvgate-engine", engineID)
+	if !o.enc.Streaming() {
+		return nil
+	}
+	o.w.Header().Set("Content-Type", "text/event-stream")
+	o.w.Header().Set("Cache-Control", "no-cache")
+	if err := o.w.Stream(200); err != nil {
+		return err
+	}
+	return o.chunk(o.enc.Open(o.buf[:0]))
+}
+
+func (o *output) chunk(b []byte) error {
+	o.buf = b
+	return o.w.Chunk(b)
+}
+
+// delta sends (or, for a whole response, keeps) text.
+func (o *output) delta(text string) error {
+	return o.chunk(o.enc.Delta(o.buf[:0], text))
+}
+
+// finish ends the response.
+func (o *output) finish(f api.Finish, u api.Usage) error {
+	if !o.enc.Streaming() {
+		return finishJSON(o.w, 200, o.enc.Close(o.buf[:0], f, u))
+	}
+	if err := o.chunk(o.enc.Close(o.buf[:0], f, u)); err != nil {
+		return err
+	}
+	return o.w.Finish()
+}
+
+// fail ends the response with e and returns its status.
+func (o *output) fail(e *api.Error) int {
+	if !o.started || !o.enc.Streaming() {
+		return writeError(o.w, o.flavor, e)
+	}
+	_ = o.chunk(o.enc.StreamError(o.buf[:0], e))
+	_ = o.w.Finish()
+	return e.Status
+}

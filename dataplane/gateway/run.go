@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"errors"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// genRequest is a decoded request with its id and prompt tokens.
+type genRequest struct {
+	*api.Request
+	id     string
+	tokens []uint32
+}
+
+// generate is the GENERATE frame of req, without an engine's model or
+// adapter (stream sets those).
+func (req *genRequest) generate() *wire.Generate {
+	gen := &wire.Generate{RequestID: []byte(req.id), Model: []byte(req.Model), MaxTokens: req.MaxTokens,
+		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, DPRank: wire.AnyRank,
+		StopTokens: wire.TokensOf(req.StopTokenIDs), Prompt: wire.TokensOf(req.tokens), Guided: req.Guided}
+	if req.Seed != nil {
+		gen.Seed, gen.Flags = *req.Seed, gen.Flags|wire.GenHasSeed
+	}
+	if req.IgnoreEOS {
+		gen.Flags |= wire.GenIgnoreEOS
+	}
+	return gen
+}
+
+// run routes req, streams its tokens through out, and returns the HTTP
+// status. An engine that fails before the first token costs the client
+// nothing: the request is routed again, up to g.Retries times.
+func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder) int {
+	out := &output{w: w, enc: enc, flavor: req.Kind.Flavor()}
+	gen := req.generate()
+	var lastErr error
+	for attempt := 0; attempt <= g.Retries; attempt++ {
+		t0 := time.Now()
+		rr := &route.Request{Model: req.Model, Tokens: req.tokens, Session: req.User}
+		if req.Guided != nil {
+			rr.Needs = wire.FeatureGuided
+		}
+		d, err := g.Router.Route(rr)
+		g.Metrics.observeRoute(time.Since(t0))
+		if err != nil {
+			return out.fail(routeError(err, req))
+		}
+		status, retry, err := g.stream(req, gen, d, out)
+		d.Done()
+		if !retry {
+			return status
+		}
+		lastErr = err
+		g.Log.Warn("re-routing before first token", "request", req.id, "engine", d.Engine.Addr, "err", err)
+	}
+	return out.fail(&api.Error{Status: 502, Message: "engines failed before the first token: " + errString(lastErr)})
+}
+
+// routeError is the client's answer when no engine could be chosen.
+func routeError(err error, req *genRequest) *api.Error {
+	switch {
+	case errors.Is(err, route.ErrNoEngine) && req.Guided != nil:
+		return api.BadRequest("response_format", "structured output (response_format or a forced tool_choice) is not supported by any ready engine of model "+req.Model)
+	case errors.Is(err, route.ErrNoEngine):
+		return &api.Error{Status: 503, Message: "no engine is ready for model " + req.Model, RetryAfter: 1}
+	case errors.Is(err, route.ErrQueueFull):
+		return &api.Error{Status: 429, Type: "rate_limit_error", Message: "every engine for model " + req.Model + " is at its queue limit", RetryAfter: 1}
+	}
+	return &api.Error{Status: 500, Message: err.Error()}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+// attempt is the state of one attempt at streaming a request from an engine.
+type attempt struct {
+	req     *genRequest
+	d       *route.Decision
+	s       *engine.Stream
+	out     *output
+	detok   *tokenize.Stream
+	stops   *api.StopMatcher
+	sent    time.Time
+	started bool
+	usage   api.Usage
+	buf     []byte
+}
+
+// stream runs one attempt on the decided engine. retry is true when nothing
+// reached the client and another engine may serve the request.
+func (g *Gateway) stream(req *genRequest, gen *wire.Generate, d *route.Decision, out *output) (status int, retry bool, err error) {
+	base, lora, ok := d.Engine.Resolve(req.Model)
+	if !ok {
+		return 0, true, engine.ErrNotReady
+	}
+	gen.Model, gen.LoRAID = []byte(base), lora
+	s, err := d.Engine.Generate(gen)
+	if err != nil {
+		return 0, true, err
+	}
+	a := &attempt{req: req, d: d, s: s, out: out, detok: g.Tok.NewStream(true), stops: api.NewStopMatcher(req.Stop), sent: time.Now()}
+	timeout := time.NewTimer(g.FirstTokenTimeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case <-s.Ready():
+		case <-out.w.Gone():
+			s.Cancel(wire.CancelClientGone)
+			return 499, false, nil
+		case <-timeout.C:
+			if !a.started {
+				s.Cancel(wire.CancelTimeout)
+				return out.fail(&api.Error{Status: 504, Message: "no first token from the engine in time"}), false, nil
+			}
+			continue
+		}
+		for _, ev := range s.Take() {
+			if status, retry, err, done := g.handle(a, ev); done {
+				return status, retry, err
+			}
+		}
+	}
+}
+
+// handle applies one stream event; done says the attempt is over.
+func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, err error, done bool) {
+	if ev.Err != nil {
+		if !a.started {
+			var re *wire.RemoteError
+			overloaded := errors.As(ev.Err, &re) && re.Code == wire.CodeOverloaded
+			if errors.Is(ev.Err, engine.ErrEngineDown) || overloaded {
+				return 0, true, ev.Err, true
+			}
+			return a.out.fail(&api.Error{Status: 502, Message: "engine error: " + ev.Err.Error()}), false, nil, true
+		}
+		return a.out.fail(&api.Error{Status: 502, Message: "engine failed mid-stream: " + ev.Err.Error()}), false, nil, true
+	}
+	if ev.First {
+		a.started = true
+		a.d.FirstToken()
+		a.usage.Cached = ev.Cached
+		g.Metrics.observeFirstToken(time.Since(a.sent), a.d.PredictedCached, int(ev.Cached))
+		if err := a.out.start(a.d.Engine.Info().ID); err != nil {
+			a.s.Cancel(wire.CancelClientGone)
+			return 499, false, nil, true
+		}
+	}
+	a.d.Generated(len(ev.Tokens))
+	a.buf = a.detok.Next(a.buf[:0], ev.Tokens)
+	if ev.Last {
+		a.buf = a.detok.Flush(a.buf)
+	}
+	text, stopped := a.stops.Feed(string(a.buf), ev.Last)
+	if text != "" {
+		if err := a.out.delta(text); err != nil {
+			a.s.Cancel(wire.CancelClientGone)
+			return 499, false, nil, true
+		}
+	}
+	if stopped {
+		a.s.Cancel(wire.CancelClientGone)
+		a.usage.Prompt = uint32(len(a.req.tokens))
+		_ = a.out.finish(api.FinishStop, a.usage)
+		return 200, false, nil, true
+	}
+	if ev.Last {
+		a.usage.Prompt, a.usage.Completion = ev.PromptTokens, ev.CompletionTokens
+		_ = a.out.finish(finishOf(ev.Finish), a.usage)
+		return 200, false, nil, true
+	}
+	return 0, false, nil, false
+}
+
+// finishOf maps the engine's finish reason onto the APIs'.
+func finishOf(f wire.FinishReason) api.Finish {
+	switch f {
+	case wire.FinishLength:
+		return api.FinishLength
+	case wire.FinishAbort, wire.FinishCancelled:
+		return api.FinishAbort
+	}
+	return api.FinishStop
+}
