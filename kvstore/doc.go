@@ -17,7 +17,8 @@
 // One sync.RWMutex (Index.mu) owns every shard, the slot table, the engine
 // map and the approximate-mode queues; nothing else is shared. Apply,
 // Replace, RecordApprox, AddEngine, RemoveEngine, ExpireApprox and Sweep take
-// it for writing; Match, Stats and Digest take it for reading. The guarantee:
+// it for writing; Match, Stats, Digest, Slots and AppendEngineDigests take it
+// for reading. The guarantee:
 //
 //   - a Match sees the index after some prefix of the applied batches: every
 //     batch passed to one Apply call is visible entirely or not at all;
@@ -25,5 +26,9 @@
 //     by its own size (one event batch, at most wire's MaxEvents blocks; one
 //     shard's sweep; one shard's growth), never by a whole-index scan.
 //
-// There is no other lock, so there is no lock order to respect.
+// There is no other lock, so there is no lock order to respect inside the
+// package, and while it holds Index.mu the index calls no code of its
+// caller's but Options.Now.
+// Which of kvgate's goroutines read and write the index, and under which of
+// their own locks: dataplane/LOCKS.md.
 package kvstore

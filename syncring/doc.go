@@ -1,5 +1,6 @@
 // Package syncring keeps several kvgate replicas in agreement on engine
-// load (DESIGN.md, "Replicas"; message layout in RING.md).
+// load (message layout in RING.md; the ring loop's goroutines and what it
+// owns in dataplane/LOCKS.md).
 //
 // Each replica knows its own in-flight work on every engine exactly; the
 // fleet needs the sum. Replicas find each other from a static list or a DNS

@@ -2,7 +2,7 @@
 // multiplexed wire-protocol connection per engine (over netpoll), the
 // handshake and hash-scheme check, snapshots and KV events into the shared
 // index, LOAD reports, PING health, reconnection with backoff, GOAWAY, and
-// the request streams.
+// the request streams. Its goroutines, locks and atomics: dataplane/LOCKS.md.
 package engine
 
 import (

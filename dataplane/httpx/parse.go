@@ -2,7 +2,8 @@
 // (keep-alive, pipelining, Content-Length and chunked bodies, Expect:
 // 100-continue) with hard limits, handlers run off the loop, and responses
 // (whole or streamed with chunked encoding) written back with AsyncWrite in
-// request order, with bounded output buffering per connection.
+// request order, with bounded output buffering per connection. What runs on
+// an event loop, and what may block one: dataplane/LOCKS.md.
 package httpx
 
 import (

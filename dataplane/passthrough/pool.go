@@ -5,7 +5,8 @@
 // engine, with a time to live and a bound, weighed with its own in-flight
 // prefill), forwards the client's request bytes unchanged but for
 // "Connection: close", and relays the engine's response unchanged with
-// the steering mode of package ebpf.
+// the steering mode of package ebpf. Its goroutines and atomics:
+// dataplane/LOCKS.md.
 package passthrough
 
 import (
