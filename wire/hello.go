@@ -26,7 +26,8 @@ const (
 type HashScheme uint8
 
 // HashXXH3Chained is the scheme of kvstore: xxh3_64 over parent hash, block
-// token ids and extra keys, seeded (DESIGN.md, "Block hashing").
+// token ids and extra keys, seeded (PROTOCOL.md section 9; the extra keys'
+// layout is kvstore.Hasher's).
 const HashXXH3Chained HashScheme = 1
 
 // Tier is a KV cache storage tier, best first.
