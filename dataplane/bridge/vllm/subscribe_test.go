@@ -2,6 +2,7 @@ package vllm_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -33,17 +34,6 @@ func (c *collector) snapshot() ([]uint64, []string) {
 	return append([]uint64(nil), c.seqs...), append([]string(nil), c.lost...)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestSubscriberGapReplay: batches a subscriber missed are fetched from the
 // replay socket in order; when the replay buffer does not have them, the
 // loss is reported.
@@ -58,24 +48,32 @@ func TestSubscriberGapReplay(t *testing.T) {
 		s := &vllm.Subscriber{Endpoint: f.EventsURL, ReplayEndpoint: f.ReplayURL, Log: slog.New(slog.DiscardHandler),
 			Batch: c.batch, Lost: func(r string) { c.mu.Lock(); c.lost = append(c.lost, r); c.mu.Unlock() }}
 		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { _ = s.Run(ctx) }()
+		ran := make(chan struct{})
+		go func() { defer close(ran); _ = s.Run(ctx) }()
+		defer func() { cancel(); <-ran }()
 		// PUB drops what is sent before the subscription lands: publish
 		// until the first batch arrives.
-		for i := 0; ; i++ {
+		i := 0
+		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 			f.Serve(prompt(8 + 4*i))
-			if seqs, _ := c.snapshot(); len(seqs) > 0 {
-				break
+			i++
+			if seqs, _ := c.snapshot(); len(seqs) == 0 {
+				return fmt.Errorf("encoding %d: no batch arrived after %d published", enc, i)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 		seqs, _ := c.snapshot()
 		first := seqs[0]
 		f.DropNext(2, false)
 		for i := range 4 {
 			f.Serve(prompt(400 + 4*i))
 		}
-		waitFor(t, "gap replayed", func() bool { s, _ := c.snapshot(); return len(s) >= 5 })
+		checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+			if s, _ := c.snapshot(); len(s) < 5 {
+				return fmt.Errorf("encoding %d: gap not replayed: %d of 5 batches", enc, len(s))
+			}
+			return nil
+		})
 		seqs, lost := c.snapshot()
 		for i, s := range seqs {
 			if s != first+uint64(i) {
@@ -88,6 +86,11 @@ func TestSubscriberGapReplay(t *testing.T) {
 		f.DropNext(1, true)
 		f.Serve(prompt(900))
 		f.Serve(prompt(904))
-		waitFor(t, "loss reported", func() bool { _, l := c.snapshot(); return len(l) == 1 })
+		checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+			if _, l := c.snapshot(); len(l) != 1 {
+				return fmt.Errorf("encoding %d: %d losses reported, want 1", enc, len(l))
+			}
+			return nil
+		})
 	}
 }
