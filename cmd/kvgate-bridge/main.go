@@ -173,7 +173,7 @@ func start(ctx context.Context, c *config, log *slog.Logger) (srv *serve.Server,
 		}
 	}
 	if admin, err = serveAdmin(c.adminListen, b, subs, srv); err != nil {
-		return nil, "", "", fmt.Errorf("admin listener: %w", err)
+		return nil, "", "", err
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
