@@ -20,6 +20,8 @@ func fakeServer(firstDelay, gap time.Duration, tokens int) *httptest.Server {
 		w.Header().Set("x-kvgate-engine", fmt.Sprintf("e%d", n.Add(1)%2))
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
+		// Not synchronisation: the sleeps are the engine's prefill and
+		// decode time, which the test measures TTFT and ITL against.
 		time.Sleep(firstDelay)
 		for i := range tokens {
 			if i > 0 {
