@@ -1,0 +1,15 @@
+package sim
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if a test leaves a goroutine behind: a server's
+// ranks, load reporter and connections must all end with Close or
+// Shutdown. Nothing is ignored: the package uses no library that keeps
+// goroutines for the life of the process.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
