@@ -21,6 +21,7 @@ import (
 	"github.com/kvgate/kvgate/perf/loadgen"
 	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/perf/workload"
+	"github.com/kvgate/kvgate/syncring"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -66,9 +67,11 @@ type event struct {
 	peer peerDelta
 }
 
+// peerDelta is a change of one router's load on an engine, reaching the
+// other routers (router -1: a LOAD report, reaching every router).
 type peerDelta struct {
-	router          int
-	prefill, decode float64
+	router int
+	delta  syncring.Load
 }
 
 type queue []*event
@@ -90,8 +93,8 @@ type engineState struct {
 // reservation is a request's load as its router sees it.
 type reservation struct {
 	router, engine int
-	prefill        float64
-	decode         float64
+	prefill        int64 // uncached prompt tokens
+	decode         int64 // KV tokens, once the first token is out
 	arrival        time.Duration
 	firstAt        time.Duration
 	lastToken      time.Duration
@@ -102,8 +105,8 @@ type reservation struct {
 }
 
 type routerState struct {
-	own    [][2]float64    // per engine: prefill, decode of its own requests
-	peer   [][2]float64    // per engine: the others', as of SyncDelay ago
+	own    []syncring.Load // per engine: the load of its own requests
+	peer   []syncring.Load // per engine: the others', as of SyncDelay ago
 	loads  []wire.Load     // last LOAD per engine as received
 	seqs   []uint64        // number of that LOAD
 	loadAt []time.Duration // when it arrived
@@ -156,7 +159,7 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 		s.slots = append(s.slots, slot[0])
 	}
 	for range cfg.Routers {
-		r := &routerState{own: make([][2]float64, cfg.Engines), peer: make([][2]float64, cfg.Engines), loads: make([]wire.Load, cfg.Engines),
+		r := &routerState{own: make([]syncring.Load, cfg.Engines), peer: make([]syncring.Load, cfg.Engines), loads: make([]wire.Load, cfg.Engines),
 			seqs: make([]uint64, cfg.Engines), loadAt: make([]time.Duration, cfg.Engines),
 			pend: make([]route.PendingPrefill, cfg.Engines),
 			rr:   s.rng.IntN(cfg.Engines)} // replicas start their rotation at different engines
@@ -249,8 +252,7 @@ func (s *Sim) handle(ev *event) {
 		}
 		for i, r := range s.routers {
 			if i != ev.peer.router {
-				r.peer[ev.eng][0] += ev.peer.prefill
-				r.peer[ev.eng][1] += ev.peer.decode
+				r.peer[ev.eng] = addLoad(r.peer[ev.eng], ev.peer.delta)
 			}
 		}
 	}
@@ -258,13 +260,18 @@ func (s *Sim) handle(ev *event) {
 
 // reserve changes a router's own load on an engine now, and the others'
 // view of it after SyncDelay.
-func (s *Sim) reserve(router, eng int, prefill, decode float64) {
+func (s *Sim) reserve(router, eng int, delta syncring.Load) {
 	r := s.routers[router]
-	r.own[eng][0] += prefill
-	r.own[eng][1] += decode
+	r.own[eng] = addLoad(r.own[eng], delta)
 	if len(s.routers) > 1 {
-		s.push(&event{at: s.now + s.cfg.SyncDelay, kind: evPeer, eng: eng, peer: peerDelta{router: router, prefill: prefill, decode: decode}})
+		s.push(&event{at: s.now + s.cfg.SyncDelay, kind: evPeer, eng: eng, peer: peerDelta{router: router, delta: delta}})
 	}
+}
+
+// addLoad is l changed by delta.
+func addLoad(l, delta syncring.Load) syncring.Load {
+	return syncring.Load{PrefillTokens: l.PrefillTokens + delta.PrefillTokens, DecodeTokens: l.DecodeTokens + delta.DecodeTokens,
+		Requests: l.Requests + delta.Requests}
 }
 
 func (s *Sim) arrive(i int) {
@@ -273,13 +280,13 @@ func (s *Sim) arrive(i int) {
 	hs, _ := s.hasher.Hash(nil, req.Prompt, nil)
 	s.hashes[i] = hs
 	eng, predicted := s.pick(router, i)
-	uncached := float64(len(req.Prompt) - predicted*s.cfg.Rank.BlockSize)
+	uncached := int64(len(req.Prompt) - predicted*s.cfg.Rank.BlockSize)
 	r := s.routers[router]
-	r.pend[eng].Report(r.seqs[eng], int64(r.loadAt[eng]), r.peer[eng][0])
-	tag := r.pend[eng].Reserve(int64(s.now), uncached)
+	r.pend[eng].Report(r.seqs[eng], int64(r.loadAt[eng]), float64(r.peer[eng].PrefillTokens))
+	tag := r.pend[eng].Reserve(int64(s.now), float64(uncached))
 	s.res[i] = &reservation{router: router, engine: eng, prefill: uncached, arrival: s.now, prompt: len(req.Prompt), tag: tag}
-	s.reserve(router, eng, uncached, 0)
-	s.sending[eng] += uncached
+	s.reserve(router, eng, syncring.Load{PrefillTokens: uncached, Requests: 1})
+	s.sending[eng] += float64(uncached)
 	if r.approx != nil {
 		_ = r.approx.RecordApprox(r.aslots[eng], hs)
 	}
@@ -367,9 +374,10 @@ func (s *Sim) loadOf(r *routerState, e int) route.Candidate {
 		c.QueuedPrefill, c.ActiveDecode = float64(l.QueuedPrefillTokens)+s.sending[e], float64(l.ActiveDecodeTokens)
 		return c
 	}
-	r.pend[e].Report(r.seqs[e], int64(r.loadAt[e]), r.peer[e][0])
-	c.QueuedPrefill = r.pend[e].Queued(float64(r.loads[e].QueuedPrefillTokens), r.peer[e][0])
-	c.ActiveDecode = max(r.own[e][1]+r.peer[e][1], float64(r.loads[e].ActiveDecodeTokens))
+	peer := float64(r.peer[e].PrefillTokens)
+	r.pend[e].Report(r.seqs[e], int64(r.loadAt[e]), peer)
+	c.QueuedPrefill = r.pend[e].Queued(float64(r.loads[e].QueuedPrefillTokens), peer)
+	c.ActiveDecode = max(float64(r.own[e].DecodeTokens+r.peer[e].DecodeTokens), float64(r.loads[e].ActiveDecodeTokens))
 	return c
 }
 
@@ -395,14 +403,14 @@ func (s *Sim) stepDone(e int, res sim.StepResult) {
 		if o.First {
 			rv.first, rv.cached, rv.firstAt, rv.lastToken = true, o.Cached, s.now, s.now
 			s.routers[rv.router].pend[rv.engine].Started(rv.tag)
-			s.reserve(rv.router, rv.engine, -rv.prefill, float64(rv.prompt))
-			rv.decode = float64(rv.prompt)
+			s.reserve(rv.router, rv.engine, syncring.Load{PrefillTokens: -rv.prefill, DecodeTokens: int64(rv.prompt)})
+			rv.decode = int64(rv.prompt)
 		} else if o.HasToken {
 			rv.gaps = append(rv.gaps, s.now-rv.lastToken)
 			rv.lastToken = s.now
 		}
 		if o.HasToken {
-			s.reserve(rv.router, rv.engine, 0, 1)
+			s.reserve(rv.router, rv.engine, syncring.Load{DecodeTokens: 1})
 			rv.decode++
 		}
 		if o.Finish != wire.FinishNone {
@@ -421,9 +429,9 @@ func (s *Sim) release(i int) {
 		return
 	}
 	if rv.first {
-		s.reserve(rv.router, rv.engine, 0, -rv.decode)
+		s.reserve(rv.router, rv.engine, syncring.Load{DecodeTokens: -rv.decode, Requests: -1})
 	} else {
-		s.reserve(rv.router, rv.engine, -rv.prefill, 0)
+		s.reserve(rv.router, rv.engine, syncring.Load{PrefillTokens: -rv.prefill, Requests: -1})
 		s.routers[rv.router].pend[rv.engine].Started(rv.tag)
 	}
 	s.res[i] = nil
