@@ -1,23 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/kvgate/kvgate/perf/loadgen"
 	"github.com/kvgate/kvgate/perf/report"
+	"github.com/kvgate/kvgate/perf/routers"
 	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/perf/workload"
 )
@@ -52,7 +46,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	bin, err := findKvgate(*kvgateBin)
+	bin, err := routers.FindKvgate(*kvgateBin)
 	if err != nil {
 		return err
 	}
@@ -101,49 +95,20 @@ func orDiscard(path string) string {
 	return path
 }
 
-func findKvgate(explicit string) (string, error) {
-	if explicit != "" {
-		return explicit, nil
-	}
-	if self, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(self), "kvgate"); fileExists(p) {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("kvgate"); err == nil {
-		return p, nil
-	}
-	return "", errors.New("no kvgate binary: build it (make build) or pass --kvgate")
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
 func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Profile, gpu, cpu int,
 	l *loadFlags, rf *replicaFlags, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
-	var addrs, ids []string
-	for i := range n {
-		cfg := sim.DefaultConfig()
-		cfg.ID = fmt.Sprintf("engine-%d", i)
-		cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks, cfg.Rank.CPUBlocks = l.model, prof, gpu, cpu
-		cfg.Speed = l.speed
-		// LOAD every 50 ms of engine time, as in simulate, not of wall time.
-		cfg.LoadInterval = max(time.Duration(float64(cfg.LoadInterval)/l.speed), time.Millisecond)
-		cfg.Rank.MaxModelLen = 1 << 20 // traces hold prompts beyond 128k tokens
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		go func() { _ = s.Serve(ln) }()
-		addrs, ids = append(addrs, ln.Addr().String()), append(ids, cfg.ID)
+	cfg := sim.DefaultConfig()
+	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks, cfg.Rank.CPUBlocks = l.model, prof, gpu, cpu
+	cfg.Speed = l.speed
+	// LOAD every 50 ms of engine time, as in simulate, not of wall time.
+	cfg.LoadInterval = max(time.Duration(float64(cfg.LoadInterval)/l.speed), time.Millisecond)
+	cfg.Rank.MaxModelLen = 1 << 20 // traces hold prompts beyond 128k tokens
+	engines, err := sim.StartLocal(n, cfg, "engine")
+	if err != nil {
+		return nil, err
 	}
+	defer engines.Close()
+	ids, addrs := engines.IDs, engines.Addrs
 	base, stop, err := rf.startRouters(ctx, bin, policy, addrs)
 	if err != nil {
 		return nil, err
@@ -162,33 +127,4 @@ func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Prof
 	rf.record(res.Flags)
 	res.CountEngines(ids)
 	return res, nil
-}
-
-// waitListening reads kvgate's JSON log until its "kvgate listening" line,
-// then keeps draining the log in the background.
-func waitListening(r io.Reader) (string, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) != nil || m["msg"] != "kvgate listening" {
-			continue
-		}
-		go func() { _, _ = io.Copy(io.Discard, r) }()
-		return "http://" + fmt.Sprint(m["addr"]), nil
-	}
-	return "", errors.New("kvgate exited before listening")
-}
-
-func waitReady(ctx context.Context, base string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if r, err := http.Get(base + "/ready"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("kvgate never became ready")
 }

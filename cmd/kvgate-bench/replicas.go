@@ -4,11 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/kvgate/kvgate/perf/routers"
 )
 
 // replicaFlags run several kvgate replicas in front of the same engines,
@@ -27,10 +26,8 @@ func (r *replicaFlags) register(fs *flag.FlagSet) {
 }
 
 func (r *replicaFlags) check() error {
-	switch r.sync {
-	case "none", "rounds", "broadcast":
-	default:
-		return fmt.Errorf("--sync %q: none, rounds or broadcast", r.sync)
+	if _, err := routers.ParseSync(r.sync); err != nil {
+		return err
 	}
 	if r.n < 1 || r.targets < 0 || r.targets > r.n {
 		return fmt.Errorf("--replicas %d, --target-replicas %d: at least 1 replica, at most that many targets", r.n, r.targets)
@@ -46,71 +43,18 @@ func (r *replicaFlags) record(flags map[string]any) {
 // URLs joined by commas (the load generator's multi-target form) and a
 // function that stops them.
 func (r *replicaFlags) startRouters(ctx context.Context, bin, policy string, engines []string) (string, func(), error) {
-	ringAddrs, err := freeAddrs(r.n)
+	sync, err := routers.ParseSync(r.sync)
 	if err != nil {
 		return "", nil, err
 	}
-	var cmds []*exec.Cmd
-	stop := func() {
-		for _, c := range cmds {
-			_ = c.Process.Signal(syscall.SIGTERM)
-		}
-		for _, c := range cmds {
-			_ = c.Wait()
-		}
+	rs, err := routers.Start(ctx, routers.Options{Binary: bin, Policy: policy, Engines: engines,
+		Replicas: r.n, Sync: sync, SyncInterval: r.interval})
+	if err != nil {
+		return "", nil, err
 	}
-	var bases []string
-	for i := range r.n {
-		args := []string{"--engine", strings.Join(engines, ","), "--policy", policy, "--listen", "127.0.0.1:0",
-			"--admin-listen", "127.0.0.1:0", "--max-inflight", "0", "--max-model-len", "1000000"}
-		if r.n > 1 && r.sync != "none" {
-			args = append(args, "--replica-id", fmt.Sprintf("replica-%d", i), "--ring-listen", ringAddrs[i],
-				"--peers", strings.Join(ringAddrs, ","), "--sync-interval", r.interval.String(),
-				fmt.Sprintf("--ring-broadcast=%v", r.sync == "broadcast"))
-		}
-		cmd := exec.CommandContext(ctx, bin, args...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			stop()
-			return "", nil, err
-		}
-		if err := cmd.Start(); err != nil {
-			stop()
-			return "", nil, err
-		}
-		cmds = append(cmds, cmd)
-		base, err := waitListening(stderr)
-		if err == nil {
-			err = waitReady(ctx, base)
-		}
-		if err != nil {
-			stop()
-			return "", nil, err
-		}
-		bases = append(bases, base)
-	}
+	bases := rs.Bases
 	if r.targets > 0 {
 		bases = bases[:r.targets]
 	}
-	return strings.Join(bases, ","), stop, nil
-}
-
-// freeAddrs finds n free loopback ports for the replicas' ring listeners
-// (they must be known before the replicas start, to list them as peers).
-func freeAddrs(n int) ([]string, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns, out = append(lns, ln), append(out, ln.Addr().String())
-	}
-	return out, nil
+	return strings.Join(bases, ","), rs.Stop, nil
 }

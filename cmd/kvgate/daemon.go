@@ -135,7 +135,7 @@ func (d *daemon) startSims(c *config) ([]string, error) {
 		cfg.Rank.MaxModelLen = c.maxModelLen + 1<<16
 	}
 	cfg.Speed, cfg.Secret, cfg.Logger = c.simSpeed, c.secret, d.log
-	if d.sims, err = sim.StartLocal(c.simEngines, cfg); err != nil {
+	if d.sims, err = sim.StartLocal(c.simEngines, cfg, "sim"); err != nil {
 		return nil, err
 	}
 	return d.sims.Addrs, nil

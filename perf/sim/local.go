@@ -10,17 +10,21 @@ import (
 // default (--sim-engines), so a newcomer needs no GPU and no files.
 type Local struct {
 	Servers []*Server
-	// Addrs are the engines' addresses, in the order of Servers.
-	Addrs []string
+	// Addrs and IDs are the engines' addresses and ids, in the order of
+	// Servers.
+	Addrs, IDs []string
 }
 
 // StartLocal starts n engines on 127.0.0.1 with random ports, each a copy
-// of base with the id "sim-<i>".
-func StartLocal(n int, base Config) (*Local, error) {
+// of base with the id "<prefix>-<i>" (prefix "sim" when empty).
+func StartLocal(n int, base Config, prefix string) (*Local, error) {
+	if prefix == "" {
+		prefix = "sim"
+	}
 	l := &Local{}
 	for i := range n {
 		cfg := base
-		cfg.ID = fmt.Sprintf("sim-%d", i)
+		cfg.ID = fmt.Sprintf("%s-%d", prefix, i)
 		s, err := NewServer(cfg)
 		if err != nil {
 			l.Close()
@@ -35,6 +39,7 @@ func StartLocal(n int, base Config) (*Local, error) {
 		go func() { _ = s.Serve(ln) }()
 		l.Servers = append(l.Servers, s)
 		l.Addrs = append(l.Addrs, ln.Addr().String())
+		l.IDs = append(l.IDs, cfg.ID)
 	}
 	return l, nil
 }
