@@ -37,8 +37,8 @@ func (c *passthroughCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descHTTPReady, prometheus.GaugeValue, ready, e.URL)
 		ch <- prometheus.MustNewConstMetric(descHTTPPrefill, prometheus.GaugeValue, float64(e.InflightPrefill()), e.URL)
-		for r, name := range passthrough.CutNames {
-			ch <- prometheus.MustNewConstMetric(descHTTPCut, prometheus.CounterValue, float64(e.Cut(r)), e.URL, name)
+		for _, r := range passthrough.CutReasons {
+			ch <- prometheus.MustNewConstMetric(descHTTPCut, prometheus.CounterValue, float64(e.Cut(r)), e.URL, r.String())
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descSteering, prometheus.GaugeValue, 1, string(c.p.Steer.Mode()))

@@ -39,7 +39,7 @@ type Engine struct {
 	models  atomic.Pointer[[]string]
 	healthy atomic.Bool
 	prefill atomic.Int64 // uncached prompt tokens sent and not finished
-	cut     [numCuts]atomic.Uint64
+	cut     [numCutReasons]atomic.Uint64
 }
 
 // Healthy reports whether the engine answered its last poll.
