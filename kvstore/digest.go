@@ -48,13 +48,18 @@ func Similarity(a, b *Digest) float64 {
 	if a.Total == 0 && b.Total == 0 {
 		return 1
 	}
+	return float64(sameBlocks(a, b)) / float64(max(a.Total, b.Total))
+}
+
+// sameBlocks counts the blocks in buckets on which a and b agree exactly.
+func sameBlocks(a, b *Digest) uint64 {
 	var same uint64
 	for i := range DigestBuckets {
 		if a.Count[i] == b.Count[i] && a.Sum[i] == b.Sum[i] {
 			same += uint64(a.Count[i])
 		}
 	}
-	return float64(same) / float64(max(a.Total, b.Total))
+	return same
 }
 
 // DigestSize is the size of a marshalled Digest.
