@@ -26,6 +26,7 @@ func TestHelperProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	addr, _ := proxy(t, s, up)
 	fmt.Println("proxy", addr)
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the benchmark closes it
@@ -62,6 +63,9 @@ func BenchmarkSteer(b *testing.B) {
 	for _, kind := range []string{"body", "sse"} {
 		for _, mode := range Modes {
 			b.Run(fmt.Sprintf("%s/%s", kind, mode), func(b *testing.B) {
+				if mode == ModeSockmap {
+					requireSockmap(b) // the proxy process loads it
+				}
 				var up, path string
 				var per int64
 				if kind == "body" {
