@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -142,8 +143,29 @@ func Loads(m map[int]*EngineMetrics, n int, capacity uint64) []wire.Load {
 		if em.GPUBlocks > 0 {
 			total = em.GPUBlocks
 		}
-		out[r].Running, out[r].Waiting = uint32(em.Running), uint32(em.Waiting)
-		out[r].Tiers = []wire.TierUsage{{Tier: wire.TierGPU, Used: uint64(em.KVUsage * float64(total)), Total: total}}
+		out[r].Running, out[r].Waiting = count(em.Running), count(em.Waiting)
+		var used uint64 // NaN, zero or negative usage: empty
+		switch u := em.KVUsage; {
+		case u >= 1:
+			used = total
+		case u > 0:
+			used = min(uint64(u*float64(total)), total) // the float may round past total
+		}
+		out[r].Tiers = []wire.TierUsage{{Tier: wire.TierGPU, Used: used, Total: total}}
 	}
 	return out
+}
+
+// count turns a scraped gauge into a request count. The engine's text is
+// not trusted to be sane: Go leaves converting a NaN, negative or too
+// large float to an integer to the platform (-1 reads as 4294967295 on
+// amd64), so such values are clamped first.
+func count(v float64) uint32 {
+	switch {
+	case !(v > 0):
+		return 0
+	case v >= math.MaxUint32:
+		return math.MaxUint32
+	}
+	return uint32(v)
 }
