@@ -1,7 +1,6 @@
 package vllm
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -50,21 +49,6 @@ type completionRequest struct {
 	StreamOptions  map[string]any `json:"stream_options"`
 	ReturnTokenIDs bool           `json:"return_token_ids"`
 	RequestID      string         `json:"request_id,omitempty"`
-}
-
-// chunk is one streamed completion chunk (the fields the bridge reads).
-type chunk struct {
-	Choices []struct {
-		TokenIDs     []uint32 `json:"token_ids"`
-		FinishReason *string  `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        uint32 `json:"prompt_tokens"`
-		CompletionTokens    uint32 `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens uint32 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
 }
 
 func (e *Engine) model(lora uint32) (string, error) {
@@ -156,30 +140,14 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 		return
 	}
 	s := relay{e: e, k: k}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("data:")) {
-			continue
-		}
-		data := bytes.TrimSpace(line[5:])
-		if string(data) == "[DONE]" {
-			s.finish()
-			return
-		}
-		var c chunk
-		if err := json.Unmarshal(data, &c); err != nil {
-			e.Out.Fail(k, wire.CodeStreamFailed, "engine sent a malformed chunk: "+err.Error())
-			return
-		}
-		s.chunk(&c)
+	switch end, err := decodeSSE(resp.Body, s.chunk); end {
+	case sseDone:
+		s.finish()
+	case sseMalformed:
+		e.Out.Fail(k, wire.CodeStreamFailed, "engine sent a malformed chunk: "+err.Error())
+	default:
+		e.end(ctx, k, wire.CodeStreamFailed, "engine stream ended without [DONE]: "+err.Error())
 	}
-	err = sc.Err()
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	e.end(ctx, k, wire.CodeStreamFailed, "engine stream ended without [DONE]: "+err.Error())
 }
 
 // end closes a stream that broke: cancelled by the router (a last frame
