@@ -3,10 +3,12 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // countingWriter counts Write calls and slows each one, so concurrent senders
@@ -82,21 +84,25 @@ func TestWriterConcurrentOrder(t *testing.T) {
 
 // writeHeld returns a Writer whose first Send (a PING carrying data) is
 // inside Write, held until cw.gate closes; first gets that Send's result.
-func writeHeld(data uint64) (cw *countingWriter, w *Writer, first chan error) {
+func writeHeld(t testing.TB, data uint64) (cw *countingWriter, w *Writer, first chan error) {
+	t.Helper()
 	cw = &countingWriter{gate: make(chan struct{})}
 	w = NewWriter(cw)
 	first = make(chan error)
 	go func() { first <- w.Send(1, &Ping{Data: data}) }()
-	for cw.waiting.Load() == 0 {
-		runtimeGosched()
-	}
+	checkFor(t, 30*time.Second, time.Millisecond, func() error {
+		if cw.waiting.Load() == 0 {
+			return errors.New("the first Send has not reached Write")
+		}
+		return nil
+	})
 	return cw, w, first
 }
 
 // TestWriterBatchesBehindAWrite: while one write is in progress, every frame
 // sent meanwhile leaves in the next single write.
 func TestWriterBatchesBehindAWrite(t *testing.T) {
-	cw, w, first := writeHeld(0)
+	cw, w, first := writeHeld(t, 0)
 	const n = 1000
 	for i := 1; i <= n; i++ {
 		if err := w.Send(1, &Ping{Data: uint64(i)}); err != nil {
@@ -158,9 +164,12 @@ func TestWriterBackpressure(t *testing.T) {
 			sent.Add(1)
 		}
 	}()
-	for w.pendingLen() < w.maxPending {
-		runtimeGosched()
-	}
+	checkFor(t, 30*time.Second, time.Millisecond, func() error {
+		if n := w.pendingLen(); n < w.maxPending {
+			return fmt.Errorf("%d bytes pending, the senders have not reached the bound %d", n, w.maxPending)
+		}
+		return nil
+	})
 	w.Close()
 	<-done
 	close(block)
@@ -176,7 +185,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // TestWriterSync: a frame queued while another goroutine is writing is on
 // the wire when Sync returns; Flush would have left it to that goroutine.
 func TestWriterSync(t *testing.T) {
-	cw, w, first := writeHeld(1)
+	cw, w, first := writeHeld(t, 1)
 	if err := w.Send(2, &Goaway{Code: CodeShutdown}); err != nil { // queued behind it
 		t.Fatal(err)
 	}

@@ -1,5 +1,0 @@
-package wire
-
-import "runtime"
-
-func runtimeGosched() { runtime.Gosched() }
