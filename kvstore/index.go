@@ -22,6 +22,16 @@ const (
 	numTiers = 4 // with TierApprox
 )
 
+var tierNames = [numTiers]string{"gpu", "cpu", "disk", "approx"}
+
+// String returns the tier's name.
+func (t Tier) String() string {
+	if t < numTiers {
+		return tierNames[t]
+	}
+	return fmt.Sprintf("tier_%d", uint8(t))
+}
+
 // Slot identifies one (engine, data-parallel rank) in the index.
 type Slot uint16
 
@@ -42,6 +52,16 @@ const (
 	Removed EventKind = 2
 	Cleared EventKind = 3
 )
+
+var eventKindNames = [...]string{"", "stored", "removed", "cleared"}
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	if k >= Stored && k <= Cleared {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("event_%d", uint8(k))
+}
 
 // Event is one KV cache event of one slot. Parent is informational: block
 // hashes are chained, so a block's hash already names its whole prefix.

@@ -137,6 +137,16 @@ const (
 	CancelRerouted   CancelReason = 3 // the router moved the request elsewhere
 )
 
+var cancelNames = [...]string{"client_gone", "timeout", "shutdown", "rerouted"}
+
+// String returns the reason's name.
+func (r CancelReason) String() string {
+	if int(r) < len(cancelNames) {
+		return cancelNames[r]
+	}
+	return fmt.Sprintf("cancel_%d", uint8(r))
+}
+
 // Cancel stops a stream. The engine frees the request's blocks and ends the
 // stream with a last TOKENS frame (finish reason cancelled) or an ERROR.
 //

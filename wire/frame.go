@@ -77,6 +77,16 @@ const (
 	CodecZstd Codec = 2
 )
 
+var codecNames = [...]string{"none", "s2", "zstd"}
+
+// String returns the codec's name.
+func (c Codec) String() string {
+	if int(c) < len(codecNames) {
+		return codecNames[c]
+	}
+	return fmt.Sprintf("codec_%d", uint8(c))
+}
+
 // Header is a decoded frame header.
 type Header struct {
 	Type   Type

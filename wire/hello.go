@@ -22,6 +22,16 @@ const (
 	RolePeer   Role = 3 // a kvgate replica talking to another replica (syncring)
 )
 
+var roleNames = [...]string{"", "router", "engine", "peer"}
+
+// String returns the role's name.
+func (r Role) String() string {
+	if r >= RoleRouter && r <= RolePeer {
+		return roleNames[r]
+	}
+	return fmt.Sprintf("role_%d", uint8(r))
+}
+
 // HashScheme names how block hashes are computed.
 type HashScheme uint8
 
@@ -29,6 +39,18 @@ type HashScheme uint8
 // token ids and extra keys, seeded (PROTOCOL.md section 9; the extra keys'
 // layout is kvstore.Hasher's).
 const HashXXH3Chained HashScheme = 1
+
+// String returns the scheme's name as PROTOCOL.md writes it ("none" for 0,
+// which routers announce).
+func (s HashScheme) String() string {
+	switch s {
+	case 0:
+		return "none"
+	case HashXXH3Chained:
+		return "xxh3-chained"
+	}
+	return fmt.Sprintf("hash_scheme_%d", uint8(s))
+}
 
 // Tier is a KV cache storage tier, best first.
 type Tier uint8
@@ -41,6 +63,16 @@ const (
 	// NumTiers is the number of tiers version 1 defines.
 	NumTiers = 3
 )
+
+var tierNames = [NumTiers]string{"gpu", "cpu", "disk"}
+
+// String returns the tier's name.
+func (t Tier) String() string {
+	if t < NumTiers {
+		return tierNames[t]
+	}
+	return fmt.Sprintf("tier_%d", uint8(t))
+}
 
 // Feature is a bit set of optional capabilities a peer announces.
 type Feature uint32

@@ -31,6 +31,16 @@ const (
 	AllBlocksCleared
 )
 
+var eventKindNames = [...]string{"", "BlockStored", "BlockRemoved", "AllBlocksCleared"}
+
+// String returns the kind's msgspec tag.
+func (k EventKind) String() string {
+	if k >= BlockStored && k <= AllBlocksCleared {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
 // Hash is an engine block hash, whatever its encoding: an integer is kept
 // as its 8 big-endian bytes prefixed with 'i', bytes with 'b', so the two
 // never collide and either works as a map key.
