@@ -145,6 +145,8 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 		s.finish()
 	case sseMalformed:
 		e.Out.Fail(k, wire.CodeStreamFailed, "engine sent a malformed chunk: "+err.Error())
+	case sseEngineError:
+		e.end(ctx, k, wire.CodeStreamFailed, "engine failed the stream: "+err.Error())
 	default:
 		e.end(ctx, k, wire.CodeStreamFailed, "engine stream ended without [DONE]: "+err.Error())
 	}

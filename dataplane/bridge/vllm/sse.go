@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 )
 
@@ -15,7 +16,14 @@ import (
 //
 //	data: [DONE]
 //
-// Other SSE fields (event:, id:, comments) are skipped.
+// When generation fails mid-stream, vLLM sends an error event instead of
+// a chunk, then [DONE] (older versions add "object": "error"):
+//
+//	data: {"error": {"message": "…", "type": "BadRequestError", "param": null, "code": 400}}
+//
+// Other SSE fields (event:, id:, comments) are skipped. A last line the
+// stream ends in the middle of is no event (SSE dispatches an event at its
+// line end): the stream was cut there.
 
 // chunk is one streamed completion chunk (the fields the bridge reads).
 type chunk struct {
@@ -30,6 +38,10 @@ type chunk struct {
 			CachedTokens uint32 `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
+	// Error is vLLM's error event, in place of a chunk.
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 // maxSSELine bounds one line of the stream, a chunk's JSON: a longer one
@@ -48,6 +60,9 @@ const (
 	// sseCut: the stream ended, or its reading failed, before [DONE]; the
 	// error is the read error, io.ErrUnexpectedEOF for a plain EOF.
 	sseCut
+	// sseEngineError: the engine sent an error event; the error is its
+	// message.
+	sseEngineError
 )
 
 // decodeSSE reads an engine's completion stream, handing each chunk to fn
@@ -56,18 +71,30 @@ const (
 func decodeSSE(r io.Reader, fn func(*chunk)) (sseEnd, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxSSELine)
+	unended := false // the line just scanned ran into EOF without its line end
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		n, line, err := bufio.ScanLines(data, atEOF)
+		unended = atEOF && line != nil && bytes.IndexByte(data, '\n') < 0
+		return n, line, err
+	})
 	for sc.Scan() {
 		line := sc.Bytes()
 		if !bytes.HasPrefix(line, []byte("data:")) {
 			continue
 		}
 		data := bytes.TrimSpace(line[5:])
-		if string(data) == "[DONE]" {
+		if string(data) == "[DONE]" { // taken even without its line end: nothing can follow it
 			return sseDone, nil
+		}
+		if unended {
+			break // half a chunk: the engine stopped mid-event
 		}
 		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			return sseMalformed, err
+		}
+		if c.Error != nil {
+			return sseEngineError, errors.New(c.Error.Message)
 		}
 		fn(&c)
 	}

@@ -77,6 +77,9 @@ type sseRun struct {
 func runSSE(tb testing.TB, r io.Reader) sseRun {
 	var out sseRun
 	end, err := decodeSSE(r, func(c *chunk) {
+		if c.Error != nil {
+			tb.Fatalf("error event %q handed over as a chunk", c.Error.Message)
+		}
 		b, merr := json.Marshal(c)
 		if merr != nil {
 			tb.Fatal(merr)
@@ -120,8 +123,10 @@ func TestDecodeSSEStreams(t *testing.T) {
 	}{
 		{"length", sseDone, 4, 3},
 		{"stop", sseDone, 3, 4},
-		{"cut", sseMalformed, 1, 1}, // the half chunk at EOF is a line too
+		{"cut", sseCut, 1, 1},
 		{"crlf", sseDone, 1, 1},
+		{"error", sseEngineError, 1, 1},
+		{"error-v0", sseEngineError, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := runSSE(t, strings.NewReader(sseStreams[c.name]))
@@ -138,7 +143,9 @@ func TestDecodeSSEStreams(t *testing.T) {
 // it reports no error, hands over no more chunks than the stream has data
 // lines and no more tokens than its bytes can spell, and gives the same
 // chunks and the same end however the stream is cut into reads. Seeds are
-// the real streams above, whole and in reads of 1, 7 and 64 bytes.
+// the real streams above, whole and in reads of 1, 7 and 64 bytes. An
+// error event is never handed over as a chunk (it was, and the stream then
+// finished as if generation had stopped normally: the seed error-event).
 func FuzzDecodeSSE(f *testing.F) {
 	for _, name := range slices.Sorted(maps.Keys(sseStreams)) {
 		for _, n := range []uint16{0, 1, 7, 64} {
