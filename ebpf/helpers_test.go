@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
+	cebpf "github.com/cilium/ebpf"
 )
 
 // checkFor calls f every interval until it returns nil, and fails the test
@@ -47,7 +47,7 @@ func requireRoot(t testing.TB) {
 func requireSockmap(t testing.TB) {
 	t.Helper()
 	requireRoot(t)
-	if err := SockmapSupported(); errors.Is(err, ebpf.ErrNotSupported) {
+	if err := SockmapSupported(); errors.Is(err, cebpf.ErrNotSupported) {
 		t.Skipf("the kernel lacks what sockmap steering needs: %v", err)
 	} else if err != nil {
 		t.Fatalf("probing for sockmap support: %v", err)

@@ -3,7 +3,7 @@ package ebpf
 import (
 	"fmt"
 
-	"github.com/cilium/ebpf"
+	cebpf "github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -18,8 +18,8 @@ type objects struct {
 	// clients holds client sockets, with no program: a client's own bytes
 	// (its next request) keep the normal path, so taking it out of the map
 	// can lose nothing queued for user space.
-	socks, clients, ctl, stat, done *ebpf.Map
-	prog                            *ebpf.Program
+	socks, clients, ctl, stat, done *cebpf.Map
+	prog                            *cebpf.Program
 	attached                        bool
 	events                          *ringbuf.Reader
 }
@@ -34,31 +34,31 @@ func load() (*objects, error) {
 	}
 	o := &objects{}
 	var err error
-	if o.socks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_socks", Type: ebpf.SockHash, KeySize: 8, ValueSize: 8, MaxEntries: maxPairs}); err != nil {
+	if o.socks, err = cebpf.NewMap(&cebpf.MapSpec{Name: "kvgate_socks", Type: cebpf.SockHash, KeySize: 8, ValueSize: 8, MaxEntries: maxPairs}); err != nil {
 		return nil, fmt.Errorf("ebpf: socket hash: %w", err)
 	}
-	if o.clients, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_clients", Type: ebpf.SockHash, KeySize: 8, ValueSize: 8, MaxEntries: maxPairs}); err != nil {
+	if o.clients, err = cebpf.NewMap(&cebpf.MapSpec{Name: "kvgate_clients", Type: cebpf.SockHash, KeySize: 8, ValueSize: 8, MaxEntries: maxPairs}); err != nil {
 		o.close()
 		return nil, fmt.Errorf("ebpf: client socket hash: %w", err)
 	}
-	if o.ctl, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_ctl", Type: ebpf.Hash, KeySize: 8, ValueSize: ctlSize, MaxEntries: maxPairs}); err != nil {
+	if o.ctl, err = cebpf.NewMap(&cebpf.MapSpec{Name: "kvgate_ctl", Type: cebpf.Hash, KeySize: 8, ValueSize: ctlSize, MaxEntries: maxPairs}); err != nil {
 		o.close()
 		return nil, fmt.Errorf("ebpf: control map: %w", err)
 	}
-	if o.stat, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_stat", Type: ebpf.Hash, KeySize: 8, ValueSize: statSize, MaxEntries: maxPairs}); err != nil {
+	if o.stat, err = cebpf.NewMap(&cebpf.MapSpec{Name: "kvgate_stat", Type: cebpf.Hash, KeySize: 8, ValueSize: statSize, MaxEntries: maxPairs}); err != nil {
 		o.close()
 		return nil, fmt.Errorf("ebpf: counter map: %w", err)
 	}
-	if o.done, err = ebpf.NewMap(&ebpf.MapSpec{Name: "kvgate_done", Type: ebpf.RingBuf, MaxEntries: 1 << 16}); err != nil {
+	if o.done, err = cebpf.NewMap(&cebpf.MapSpec{Name: "kvgate_done", Type: cebpf.RingBuf, MaxEntries: 1 << 16}); err != nil {
 		o.close()
 		return nil, fmt.Errorf("ebpf: ring buffer: %w", err)
 	}
-	if o.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: "kvgate_verdict", Type: ebpf.SkSKB,
-		AttachType: ebpf.AttachSkSKBStreamVerdict, License: "GPL", Instructions: verdict(o.ctl, o.stat, o.clients, o.done)}); err != nil {
+	if o.prog, err = cebpf.NewProgram(&cebpf.ProgramSpec{Name: "kvgate_verdict", Type: cebpf.SkSKB,
+		AttachType: cebpf.AttachSkSKBStreamVerdict, License: "GPL", Instructions: verdict(o.ctl, o.stat, o.clients, o.done)}); err != nil {
 		o.close()
 		return nil, fmt.Errorf("ebpf: loading the verdict program: %w", err)
 	}
-	if err = link.RawAttachProgram(link.RawAttachProgramOptions{Target: o.socks.FD(), Program: o.prog, Attach: ebpf.AttachSkSKBStreamVerdict}); err != nil {
+	if err = link.RawAttachProgram(link.RawAttachProgramOptions{Target: o.socks.FD(), Program: o.prog, Attach: cebpf.AttachSkSKBStreamVerdict}); err != nil {
 		o.close()
 		return nil, fmt.Errorf("ebpf: attaching the verdict program: %w", err)
 	}
@@ -75,12 +75,12 @@ func (o *objects) close() {
 		o.events.Close()
 	}
 	if o.attached {
-		_ = link.RawDetachProgram(link.RawDetachProgramOptions{Target: o.socks.FD(), Program: o.prog, Attach: ebpf.AttachSkSKBStreamVerdict})
+		_ = link.RawDetachProgram(link.RawDetachProgramOptions{Target: o.socks.FD(), Program: o.prog, Attach: cebpf.AttachSkSKBStreamVerdict})
 	}
 	if o.prog != nil {
 		o.prog.Close()
 	}
-	for _, m := range []*ebpf.Map{o.socks, o.clients, o.ctl, o.stat, o.done} {
+	for _, m := range []*cebpf.Map{o.socks, o.clients, o.ctl, o.stat, o.done} {
 		if m != nil {
 			m.Close()
 		}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cilium/ebpf"
+	cebpf "github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 )
@@ -89,16 +89,16 @@ func openMode(m Mode) (Steerer, error) {
 // sockmap mode needs.
 func SockmapSupported() error {
 	var errs []error
-	for _, mt := range []ebpf.MapType{ebpf.SockHash, ebpf.RingBuf, ebpf.Hash} {
+	for _, mt := range []cebpf.MapType{cebpf.SockHash, cebpf.RingBuf, cebpf.Hash} {
 		if err := features.HaveMapType(mt); err != nil {
 			errs = append(errs, fmt.Errorf("map type %s: %w", mt, err))
 		}
 	}
-	if err := features.HaveProgramType(ebpf.SkSKB); err != nil {
+	if err := features.HaveProgramType(cebpf.SkSKB); err != nil {
 		errs = append(errs, fmt.Errorf("program type sk_skb: %w", err))
 	} else {
 		for _, fn := range []asm.BuiltinFunc{asm.FnGetSocketCookie, asm.FnSkRedirectHash, asm.FnRingbufOutput, asm.FnMapLookupElem} {
-			if err := features.HaveProgramHelper(ebpf.SkSKB, fn); err != nil {
+			if err := features.HaveProgramHelper(cebpf.SkSKB, fn); err != nil {
 				errs = append(errs, fmt.Errorf("helper %s: %w", fn, err))
 			}
 		}

@@ -1,7 +1,7 @@
 package ebpf
 
 import (
-	"github.com/cilium/ebpf"
+	cebpf "github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 )
 
@@ -49,7 +49,7 @@ const (
 //	if ctl.limit != 0 && total >= ctl.limit: ringbuf_output(fp-8, 8)
 //	if fp-32: fp-16 = ctl.client; return sk_redirect_hash(skb, clients, fp-16, 0)
 //	pass
-func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
+func verdict(ctl, stat, clients, done *cebpf.Map) asm.Instructions {
 	prog := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetSocketCookie.Call(),
@@ -120,7 +120,7 @@ func verdict(ctl, stat, clients, done *ebpf.Map) asm.Instructions {
 
 // lookupCookie looks the cookie at fp-8 up in m and keeps the value's
 // pointer in dst, or jumps to "pass" when there is none.
-func lookupCookie(m *ebpf.Map, dst asm.Register) asm.Instructions {
+func lookupCookie(m *cebpf.Map, dst asm.Register) asm.Instructions {
 	return asm.Instructions{
 		asm.LoadMapPtr(asm.R1, m.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cilium/ebpf"
+	cebpf "github.com/cilium/ebpf"
 )
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -39,7 +39,7 @@ type sockmap struct {
 	o       *objects
 	relayed atomic.Uint64 // bytes relayed in user space (passed, not redirected)
 	mu      sync.Mutex
-	waiting map[uint64]*smPair // by upstream cookie: who to wake on "done"
+	waiting map[uint64]*sockmapPair // by upstream cookie: who to wake on "done"
 }
 
 // NewSockmap loads the verdict program and its maps.
@@ -48,7 +48,7 @@ func NewSockmap() (Steerer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sockmap{o: o, waiting: map[uint64]*smPair{}}
+	s := &sockmap{o: o, waiting: map[uint64]*sockmapPair{}}
 	go s.dispatch()
 	return s, nil
 }
@@ -100,8 +100,8 @@ func (s *sockmap) dispatch() {
 	}
 }
 
-// smPair is a pair in the socket hash.
-type smPair struct {
+// sockmapPair is a pair in the socket hash.
+type sockmapPair struct {
 	s                  *sockmap
 	up, client         *net.TCPConn
 	upCookie, clCookie uint64
@@ -115,7 +115,7 @@ type smPair struct {
 // Prepare puts both sockets in the socket hash, the upstream with steering
 // off: until Steer, every byte of the response passes to user space.
 func (s *sockmap) Prepare(up, client *net.TCPConn) (Pair, error) {
-	p := &smPair{s: s, up: up, client: client}
+	p := &sockmapPair{s: s, up: up, client: client}
 	var upFD, clFD int
 	var err error
 	if p.upCookie, upFD, err = cookieOf(up); err != nil {
@@ -126,18 +126,18 @@ func (s *sockmap) Prepare(up, client *net.TCPConn) (Pair, error) {
 	}
 	binary.NativeEndian.PutUint64(p.ctl[ctlClient:], p.clCookie)
 	err = s.use(func(o *objects) error {
-		if err := o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateNoExist); err != nil {
+		if err := o.ctl.Update(p.upCookie, p.ctl[:], cebpf.UpdateNoExist); err != nil {
 			return fmt.Errorf("ebpf: control entry: %w", err)
 		}
-		if err := o.stat.Update(p.upCookie, make([]byte, statSize), ebpf.UpdateNoExist); err != nil {
+		if err := o.stat.Update(p.upCookie, make([]byte, statSize), cebpf.UpdateNoExist); err != nil {
 			return fmt.Errorf("ebpf: counter entry: %w", err)
 		}
 		// The client first: the upstream's bytes may be redirected to it
 		// as soon as steering is on.
-		if err := o.clients.Update(p.clCookie, uint64(clFD), ebpf.UpdateAny); err != nil {
+		if err := o.clients.Update(p.clCookie, uint64(clFD), cebpf.UpdateAny); err != nil {
 			return fmt.Errorf("ebpf: client socket into the hash: %w", err)
 		}
-		if err := o.socks.Update(p.upCookie, uint64(upFD), ebpf.UpdateNoExist); err != nil {
+		if err := o.socks.Update(p.upCookie, uint64(upFD), cebpf.UpdateNoExist); err != nil {
 			return fmt.Errorf("ebpf: upstream socket into the hash: %w", err)
 		}
 		return nil
@@ -152,18 +152,18 @@ func (s *sockmap) Prepare(up, client *net.TCPConn) (Pair, error) {
 	return p, nil
 }
 
-func (p *smPair) Read(b []byte) (int, error) { return p.up.Read(b) }
+func (p *sockmapPair) Read(b []byte) (int, error) { return p.up.Read(b) }
 
 // setCtl writes the control entry: bytes consumed, the length, credit.
-func (p *smPair) setCtl(consumed, limit, credit uint64) error {
+func (p *sockmapPair) setCtl(consumed, limit, credit uint64) error {
 	binary.NativeEndian.PutUint64(p.ctl[ctlEnabled:], 1)
 	binary.NativeEndian.PutUint64(p.ctl[ctlConsumed:], consumed)
 	binary.NativeEndian.PutUint64(p.ctl[ctlLimit:], limit)
 	binary.NativeEndian.PutUint64(p.ctl[ctlCredit:], credit)
-	return p.s.use(func(o *objects) error { return o.ctl.Update(p.upCookie, p.ctl[:], ebpf.UpdateExist) })
+	return p.s.use(func(o *objects) error { return o.ctl.Update(p.upCookie, p.ctl[:], cebpf.UpdateExist) })
 }
 
-func (p *smPair) stat() (passed, total uint64, err error) {
+func (p *sockmapPair) stat() (passed, total uint64, err error) {
 	var v [statSize]byte
 	if err := p.s.use(func(o *objects) error { return o.stat.Lookup(p.upCookie, v[:]) }); err != nil {
 		return 0, 0, err
@@ -177,7 +177,7 @@ func (p *smPair) stat() (passed, total uint64, err error) {
 // client's credit. It returns when the program has counted total bytes, or
 // the upstream closed, and every redirected byte has entered the client's
 // socket.
-func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
+func (p *sockmapPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 	limit := uint64(0)
 	if total >= 0 {
 		limit = uint64(total)
@@ -298,7 +298,7 @@ func (p *smPair) Steer(ctx context.Context, read, total int64) (int64, error) {
 // the bytes that entered since base, less user space's own writes, cover
 // the redirected ones. It returns the program's count of bytes and of
 // redirected bytes as it last read them.
-func (p *smPair) waitRedirected(ctx context.Context, base, written uint64) (seen, redirected uint64, err error) {
+func (p *sockmapPair) waitRedirected(ctx context.Context, base, written uint64) (seen, redirected uint64, err error) {
 	for {
 		passed, seen, err := p.stat()
 		if err != nil {
@@ -338,7 +338,7 @@ const checkSpan = 1 << 20
 // closed if err is ErrDuplicated: the client of a response the upstream's
 // close ends could not tell a plain close from the end, and one of a
 // response with a length may be only a segment short.
-func (p *smPair) cut(err error) error {
+func (p *sockmapPair) cut(err error) error {
 	if errors.Is(err, ErrDuplicated) {
 		_ = p.client.SetLinger(0)
 	}
@@ -349,7 +349,7 @@ func (p *smPair) cut(err error) error {
 // bytes, with no way round it: if the rest of the upstream's bytes arrive
 // between the two reads intact makes, the program has by then counted
 // past limit, which TCP alone cannot have received.
-func (p *smPair) intactAtEnd(counted, limit uint64) error {
+func (p *sockmapPair) intactAtEnd(counted, limit uint64) error {
 	if err := p.intact(counted); err != nil {
 		return err
 	}
@@ -369,7 +369,7 @@ func (p *smPair) intactAtEnd(counted, limit uint64) error {
 // counted had been received when TCP is asked: a whole stream never fails
 // the check. A duplicate shows unless a segment's worth arrived between
 // the two reads, and always once the upstream's last byte has arrived.
-func (p *smPair) intact(seen uint64) error {
+func (p *sockmapPair) intact(seen uint64) error {
 	recv, err := bytesReceived(p.up)
 	if err != nil {
 		return err
@@ -381,7 +381,7 @@ func (p *smPair) intact(seen uint64) error {
 }
 
 // Release takes both sockets out of the hash and forgets the pair.
-func (p *smPair) Release() error {
+func (p *sockmapPair) Release() error {
 	if p.released {
 		return nil
 	}
@@ -389,12 +389,12 @@ func (p *smPair) Release() error {
 	return p.forget()
 }
 
-func (p *smPair) forget() error {
+func (p *sockmapPair) forget() error {
 	err := p.s.use(func(o *objects) error {
 		var errs []error
 		for _, err := range []error{o.socks.Delete(p.upCookie), o.clients.Delete(p.clCookie),
 			o.ctl.Delete(p.upCookie), o.stat.Delete(p.upCookie)} {
-			if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			if err != nil && !errors.Is(err, cebpf.ErrKeyNotExist) {
 				errs = append(errs, err)
 			}
 		}

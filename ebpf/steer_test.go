@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
+	cebpf "github.com/cilium/ebpf"
 )
 
 // upstreamWritten counts the body bytes upstreams have written.
@@ -347,7 +347,7 @@ func TestSockmapCatchesDuplicates(t *testing.T) {
 		t.Fatalf("no counter entry: %v", it.Err())
 	}
 	binary.NativeEndian.PutUint64(v[statPassed:], binary.NativeEndian.Uint64(v[statPassed:])+65483)
-	if err := sm.o.stat.Update(k, v[:], ebpf.UpdateExist); err != nil {
+	if err := sm.o.stat.Update(k, v[:], cebpf.UpdateExist); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := finish(); err == nil {
