@@ -3,7 +3,17 @@ package main
 import (
 	"io"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the run if a test leaves a goroutine behind (the
+// simulator's server and signal handling, once a test runs them).
+// Nothing is ignored: the command uses no library that keeps goroutines
+// for the life of the process.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func TestParseFlags(t *testing.T) {
 	cfg, listen, _, err := parseFlags([]string{"--listen", "127.0.0.1:0", "--id", "e7", "--gpu-blocks", "100",
