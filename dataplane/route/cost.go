@@ -1,0 +1,86 @@
+package route
+
+import (
+	"math"
+	"time"
+
+	"github.com/kvgate/kvgate/kvstore"
+)
+
+// Weights tune the kv policy's time-to-first-token estimate.
+type Weights struct {
+	// PrefillTokensPerMs is an engine's prefill rate.
+	PrefillTokensPerMs float64
+	// CPUBlockCost is the cost of a CPU-tier block relative to recomputing
+	// it (0: free, 1: as if not cached); DiskBlockCost likewise.
+	CPUBlockCost, DiskBlockCost float64
+	// ApproxBlockCost discounts approximate (unconfirmed) hits.
+	ApproxBlockCost float64
+	// DecodeMsPerKToken adds decode pressure: ms per 1,000 active decode tokens.
+	DecodeMsPerKToken float64
+	// DecodeStepBaseMs and DecodeStepUtilMs model what a decode batch adds
+	// to every step, prefill chunks included: base + util x (active decode
+	// tokens / KV capacity). An engine busy decoding prefills slowly.
+	DecodeStepBaseMs, DecodeStepUtilMs float64
+	// TieFraction: engines within this fraction of the best cost are
+	// near-equal and one is picked at random.
+	TieFraction float64
+	// MaxInflight bounds the requests this router keeps in flight on one
+	// engine (0: no bound); when every engine is at it, Route fails with
+	// ErrQueueFull.
+	MaxInflight int
+	// ReportDelay is how long an engine's LOAD report may lag a
+	// reservation: a GENERATE's trip to the engine plus the report's trip
+	// back. Reservations made this long before a report arrived are still
+	// counted on top of it (see PendingPrefill).
+	ReportDelay time.Duration
+}
+
+// DefaultWeights fit the simulator's default profile (Dynamo's mocker
+// polynomials): ~66 tokens/ms of prefill in 8k-token chunks, each step
+// slowed by 5.7-34 ms while a decode batch fills the cache; CPU blocks at a
+// fifth of recomputing.
+func DefaultWeights() Weights {
+	return Weights{PrefillTokensPerMs: 66, CPUBlockCost: 0.2, DiskBlockCost: 0.5, ApproxBlockCost: 0.3,
+		DecodeMsPerKToken: 0.05, DecodeStepBaseMs: 5.7, DecodeStepUtilMs: 28, TieFraction: 0.05, MaxInflight: 1024,
+		ReportDelay: 2 * time.Millisecond}
+}
+
+// Candidate is what the cost of one engine for one prompt depends on. The
+// live router fills it from the index and its load view; the cluster
+// simulation (perf/cluster) from its own, so both score alike.
+type Candidate struct {
+	Match          kvstore.Match
+	BlockSize      int
+	QueuedPrefill  float64 // prompt tokens waiting for prefill on the engine
+	ActiveDecode   float64 // KV tokens of the requests it is decoding
+	MaxBatched     int     // tokens per step
+	CapacityTokens float64 // GPU KV capacity in tokens
+}
+
+// Cost is the policy's score of a candidate for a prompt of n tokens (lower
+// is better). kv: estimated time to first token in ms, from queued and
+// uncached prefill (lower tiers and approximate hits at a discount) over
+// the prefill rate, plus the decode batch every prefill chunk carries.
+// dynamo: prefill blocks - overlap + decode blocks.
+func (w *Weights) Cost(p Policy, c *Candidate, n int) float64 {
+	m, bs := c.Match, float64(max(c.BlockSize, 1))
+	if p == PolicyDynamo {
+		return (c.QueuedPrefill+float64(n))/bs - float64(m.Depth()) + c.ActiveDecode/bs
+	}
+	uncached := float64(n) - bs*(float64(m.Blocks[kvstore.TierGPU])+
+		float64(m.Blocks[kvstore.TierCPU])*(1-w.CPUBlockCost)+
+		float64(m.Blocks[kvstore.TierDisk])*(1-w.DiskBlockCost)+
+		float64(m.Approx)*(1-w.ApproxBlockCost))
+	work := c.QueuedPrefill + max(uncached, 1)
+	cost := work/w.PrefillTokensPerMs + w.DecodeMsPerKToken*c.ActiveDecode/1000
+	if c.ActiveDecode > 0 {
+		// Every chunk of MaxBatched tokens is one step carrying the decode batch.
+		util := 1.0
+		if c.CapacityTokens > 0 {
+			util = min(c.ActiveDecode/c.CapacityTokens, 1)
+		}
+		cost += math.Ceil(work/float64(max(c.MaxBatched, 1))) * (w.DecodeStepBaseMs + w.DecodeStepUtilMs*util)
+	}
+	return cost
+}

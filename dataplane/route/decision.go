@@ -1,0 +1,72 @@
+package route
+
+import (
+	"sync/atomic"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/syncring"
+)
+
+// Decision is a routing decision and its reservation. Call FirstToken when
+// the first token arrives and Done when the request ends (either once).
+type Decision struct {
+	Engine *engine.Engine
+	// Match is what the index said the engine holds of the prompt.
+	Match kvstore.Match
+	// PredictedCached is Match in tokens.
+	PredictedCached int
+	prompt          int
+	tag             uint64 // PendingPrefill's tag of the reservation; guarded by r.mu
+	generated       int64  // guarded by r.mu
+	r               *Router
+	first, done     atomic.Bool
+}
+
+// FirstToken moves the request's reservation from prefill to decode.
+func (d *Decision) FirstToken() {
+	if d.first.Swap(true) || d.done.Load() {
+		return
+	}
+	prefill := int64(d.prompt - d.PredictedCached)
+	d.r.mu.Lock()
+	l := d.r.loadOf(d.Engine)
+	l.PrefillTokens -= prefill
+	l.pend.Started(d.tag)
+	l.DecodeTokens += int64(d.prompt)
+	d.r.broadcast(d.Engine, syncring.Load{PrefillTokens: -prefill, DecodeTokens: int64(d.prompt)})
+	d.r.mu.Unlock()
+}
+
+// Generated grows the request's decode load by n new tokens: each one's
+// KV stays in the engine's batch until the request ends.
+func (d *Decision) Generated(n int) {
+	if n <= 0 || d.done.Load() {
+		return
+	}
+	d.r.mu.Lock()
+	d.r.loadOf(d.Engine).DecodeTokens += int64(n)
+	d.generated += int64(n)
+	d.r.mu.Unlock()
+}
+
+// Done releases the request's reservation.
+func (d *Decision) Done() {
+	if d.done.Swap(true) {
+		return
+	}
+	d.r.mu.Lock()
+	l := d.r.loadOf(d.Engine)
+	delta := syncring.Load{Requests: -1}
+	if d.first.Load() {
+		delta.DecodeTokens = -(int64(d.prompt) + d.generated)
+	} else {
+		delta.PrefillTokens = -int64(d.prompt - d.PredictedCached)
+		l.pend.Started(d.tag)
+	}
+	l.PrefillTokens += delta.PrefillTokens
+	l.DecodeTokens += delta.DecodeTokens
+	l.Requests--
+	d.r.broadcast(d.Engine, delta)
+	d.r.mu.Unlock()
+}

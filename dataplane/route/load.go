@@ -1,0 +1,110 @@
+package route
+
+import (
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/syncring"
+)
+
+// Fleet is the rest of the fleet of kvgate replicas (a syncring.Ring): their
+// load on every engine, indexed like the pool's engines, and the broadcast
+// of this replica's load changes (reservations, first tokens, releases).
+type Fleet interface {
+	PeerLoad() []syncring.Load
+	Reserve(engine int, delta syncring.Load)
+}
+
+// engineLoad is a router's view of one engine: its own load there (the
+// work it has sent and not yet seen finish) and the queued-prefill estimate
+// built on the engine's reports.
+type engineLoad struct {
+	syncring.Load
+	pend PendingPrefill
+}
+
+// broadcast tells the fleet of a change of this router's load on e. Call it
+// under mu, with the change: ReadLoad's mark must see both or neither.
+func (r *Router) broadcast(e *engine.Engine, delta syncring.Load) {
+	if r.fleet != nil {
+		r.fleet.Reserve(r.pos[e], delta)
+	}
+}
+
+// SetFleet makes routing count the other replicas' load. Call it before
+// routing starts.
+func (r *Router) SetFleet(f Fleet) { r.fleet = f }
+
+// ReadLoad implements syncring.LoadSource: this router's own load on every
+// engine of the pool, read with reservations excluded around mark.
+func (r *Router) ReadLoad(dst []syncring.Load, mark func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range r.pool.Engines() {
+		if i < len(dst) {
+			dst[i] = r.loadOf(e).Load
+		}
+	}
+	mark()
+}
+
+// PeerLoad returns the other replicas' load on e (zero when alone).
+func (r *Router) PeerLoad(e *engine.Engine) syncring.Load {
+	if r.fleet == nil {
+		return syncring.Load{}
+	}
+	if v, i := r.fleet.PeerLoad(), r.pos[e]; i < len(v) {
+		return v[i]
+	}
+	return syncring.Load{}
+}
+
+func (r *Router) loadOf(e *engine.Engine) *engineLoad {
+	l, ok := r.inflight[e]
+	if !ok {
+		l = &engineLoad{pend: PendingPrefill{Delay: int64(r.w.ReportDelay)}}
+		r.inflight[e] = l
+	}
+	return l
+}
+
+// Inflight returns a copy of the router's own load on e.
+func (r *Router) Inflight(e *engine.Engine) syncring.Load {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loadOf(e).Load
+}
+
+// monoEpoch anchors monoNanos.
+var monoEpoch = time.Now()
+
+// monoNanos is t on the monotonic clock, for PendingPrefill: a step of the
+// wall clock must not make old reservations look new or new ones old.
+func monoNanos(t time.Time) int64 { return int64(t.Sub(monoEpoch)) }
+
+// queued is the work ahead of a new request on e. Prefill: the engine's
+// last report plus the fleet's reservations since (PendingPrefill). Decode
+// and requests: the fleet's reservations (this router's plus its peers')
+// or the report, whichever is larger (the report lags new reservations,
+// and reservations of decode do not overstate it as those of prefill do).
+func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
+	rep, seq, at := e.LoadReport()
+	peers := r.PeerLoad(e)
+	reported := 0.0
+	if rep != nil {
+		reported = float64(rep.QueuedPrefillTokens)
+	}
+	r.mu.Lock()
+	l := r.loadOf(e)
+	own := l.Load
+	l.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
+	prefill = l.pend.Queued(reported, float64(peers.PrefillTokens))
+	r.mu.Unlock()
+	decode = float64(own.DecodeTokens + peers.DecodeTokens)
+	requests = float64(own.Requests + peers.Requests)
+	if rep != nil {
+		decode = max(decode, float64(rep.ActiveDecodeTokens))
+		requests = max(requests, float64(rep.Running+rep.Waiting))
+	}
+	return
+}

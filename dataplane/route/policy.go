@@ -1,0 +1,158 @@
+package route
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/kvstore"
+)
+
+// Policy names a routing policy.
+type Policy string
+
+// Policies.
+const (
+	PolicyKV           Policy = "kv"
+	PolicyRoundRobin   Policy = "round-robin"
+	PolicyLeastLoad    Policy = "least-load"
+	PolicySession      Policy = "session"
+	PolicyApproxPrefix Policy = "approx-prefix"
+	// PolicyDynamo is a baseline: NVIDIA Dynamo's published KV router cost,
+	// prefill blocks (queued plus the prompt's uncached ones) plus active
+	// decode blocks, minimised.
+	PolicyDynamo Policy = "dynamo"
+)
+
+// ParsePolicy validates a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case PolicyKV, PolicyRoundRobin, PolicyLeastLoad, PolicySession, PolicyApproxPrefix, PolicyDynamo:
+		return p, nil
+	}
+	return "", fmt.Errorf("route: unknown policy %q (kv, round-robin, least-load, session, approx-prefix, dynamo)", s)
+}
+
+func (r *Router) leastLoad(cands []*engine.Engine) *Decision {
+	bestLoad := math.Inf(1)
+	var best []*engine.Engine
+	for _, e := range cands {
+		switch _, _, n := r.queued(e); {
+		case n < bestLoad:
+			best, bestLoad = append(best[:0], e), n
+		case n == bestLoad:
+			best = append(best, e) // ties are broken at random below
+		}
+	}
+	return &Decision{Engine: best[rand.IntN(len(best))]}
+}
+
+// session picks by rendezvous hashing of the session key, so a session
+// stays on its engine while the engine set is stable.
+func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
+	key := req.Session
+	if key == "" {
+		return &Decision{Engine: cands[r.rr.Add(1)%uint64(len(cands))]}
+	}
+	var best *engine.Engine
+	var bestScore uint64
+	for _, e := range cands {
+		if s := xxh3.HashString(key + "\x00" + e.Addr); best == nil || s > bestScore {
+			best, bestScore = e, s
+		}
+	}
+	return &Decision{Engine: best}
+}
+
+// byCost is the kv (and approx-prefix) policy: the least estimated time to
+// first token, near-ties broken at random so replicas do not herd. The
+// prompt is hashed once per hash scheme and matched against all candidates
+// of that scheme in one index call.
+func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Decision, error) {
+	groups := s.group(cands, req.Model)
+	s.all = s.all[:0]
+	best := math.Inf(1)
+	for gi := range groups {
+		g := &groups[gi]
+		keys := req.Keys
+		keys.LoRAID = g.sc.lora
+		var err error
+		if g.hs, err = g.sc.h.Hash(g.hs, req.Tokens, &keys); err != nil {
+			return nil, fmt.Errorf("route: hashing prompt: %w", err)
+		}
+		matches := r.matchAll(s, g.es, g.hs)
+		bs := g.sc.h.BlockSize()
+		for i, e := range g.es {
+			prefill, decode, _ := r.queued(e)
+			maxBatched, capacity := e.Shape()
+			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
+				MaxBatched: maxBatched, CapacityTokens: capacity}
+			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
+			s.all = append(s.all, scored{e, cost, matches[i], bs, g.hs})
+			best = min(best, cost)
+		}
+	}
+	if len(s.all) == 0 {
+		return nil, ErrNoEngine
+	}
+	s.near = s.near[:0]
+	for _, c := range s.all {
+		if c.cost <= best*(1+r.w.TieFraction) {
+			s.near = append(s.near, c)
+		}
+	}
+	pick := s.near[rand.IntN(len(s.near))]
+	d := &Decision{Engine: pick.e, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
+	if r.approx != nil {
+		r.recordApprox(pick.e, pick.hashes)
+	}
+	return d, nil
+}
+
+// matchAll matches hs against every engine of es at once (the router's own
+// approximate index for approx-prefix, the shared index otherwise). The
+// result is in s, valid until the next call.
+func (r *Router) matchAll(s *scratch, es []*engine.Engine, hs []uint64) []kvstore.Match {
+	s.out = slices.Grow(s.out[:0], len(es))[:len(es)]
+	s.slots = slices.Grow(s.slots[:0], len(es))[:len(es)]
+	index := r.pool.Index()
+	for i, e := range es {
+		ok := false
+		if r.approx != nil {
+			s.slots[i], ok = r.approxSlot(e)
+		} else {
+			s.slots[i], ok = e.Slot()
+		}
+		if !ok {
+			s.slots[i] = kvstore.MaxSlots // matches nothing
+		}
+	}
+	if r.approx != nil {
+		index = r.approx
+	}
+	index.Match(hs, s.slots, s.out)
+	return s.out
+}
+
+func (r *Router) approxSlot(e *engine.Engine) (kvstore.Slot, bool) {
+	if s, ok := r.aslots.Load(e); ok {
+		return s.(kvstore.Slot), true
+	}
+	info := e.Info()
+	slots, err := r.approx.AddEngine(kvstore.EngineConfig{ID: e.Addr, Capacity: [kvstore.NumTiers]uint64{info.Capacity(0)}})
+	if err != nil {
+		return 0, false
+	}
+	r.aslots.Store(e, slots[0])
+	return slots[0], true
+}
+
+func (r *Router) recordApprox(e *engine.Engine, hs []uint64) {
+	if s, ok := r.approxSlot(e); ok {
+		_ = r.approx.RecordApprox(s, hs)
+	}
+}
