@@ -45,20 +45,33 @@ type Config struct {
 	Seed       uint64
 }
 
-// event kinds.
+// eventKind is what an event of the simulation does.
+type eventKind uint8
+
+// Event kinds.
 const (
-	evArrival = iota
-	evDeliver
-	evStepDone
-	evIndex
-	evLoad
-	evPeer
+	evArrival  eventKind = iota // a request reaches its router
+	evDeliver                   // a request reaches its engine
+	evStepDone                  // an engine's step ends
+	evIndex                     // an engine's KV events reach the routers
+	evLoad                      // an engine reports LOAD
+	evPeer                      // a LOAD report or a reservation reaches the other routers
 )
+
+var eventKindNames = [...]string{"arrival", "deliver", "step-done", "index", "load", "peer"}
+
+// String returns the kind's name, for debugging a run.
+func (k eventKind) String() string {
+	if int(k) < len(eventKindNames) {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("event_%d", uint8(k))
+}
 
 type event struct {
 	at   time.Duration
 	seq  uint64
-	kind int
+	kind eventKind
 	eng  int
 	req  int
 	res  sim.StepResult
