@@ -54,13 +54,15 @@ func bridgeScenario(t *testing.T, enc vllmtest.Encoding) {
 	}
 	// The engine's events reach the index (PUB drops what precedes the
 	// subscription, so wait for the blocks of a request sent now).
-	for i := 1; indexBlocks(t, admin) == 0; i++ {
-		if i > 200 {
-			t.Fatal("no KV event reached kvgate's index")
+	i := 1
+	checkFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		if indexBlocks(t, admin) > 0 {
+			return nil
 		}
 		complete(t, base, text(i), 1)
-		time.Sleep(50 * time.Millisecond)
-	}
+		i++
+		return fmt.Errorf("no KV event reached kvgate's index after %d completions", i-1)
+	})
 	waitIndex(t, admin, f)
 
 	// The same prefix again: the engine serves it from cache and says so.
@@ -96,13 +98,12 @@ func bridgeScenario(t *testing.T, enc vllmtest.Encoding) {
 	complete(t, base, text(40), 1)
 	complete(t, base, text(41), 1)
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_event_gaps_total ", " 2")
-	deadline := time.Now().Add(30 * time.Second)
-	for n := indexBlocks(t, admin); n == 0 || n >= f.Blocks(); n = indexBlocks(t, admin) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after a loss the index holds %d of the engine's %d blocks: it should have forgotten them and refilled", n, f.Blocks())
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if n := indexBlocks(t, admin); n == 0 || n >= f.Blocks() {
+			return fmt.Errorf("after a loss the index holds %d of the engine's %d blocks: it should have forgotten them and refilled", n, f.Blocks())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func complete(t *testing.T, base, prompt string, maxTokens int) {
@@ -116,17 +117,12 @@ func complete(t *testing.T, base, prompt string, maxTokens int) {
 // waitIndex waits until kvgate's index holds as many blocks as the engine.
 func waitIndex(t *testing.T, admin string, f *vllmtest.Fake) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, want := indexBlocks(t, admin), f.Blocks()
-		if got == want {
-			return
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if got, want := indexBlocks(t, admin), f.Blocks(); got != want {
+			return fmt.Errorf("kvgate's index holds %d blocks, the engine %d", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kvgate's index holds %d blocks, the engine %d", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // indexBlocks is the blocks kvgate's index holds, all engines and tiers,

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -66,17 +67,17 @@ func TestEngineKilledMidStream(t *testing.T) {
 // waitReady polls /ready.
 func waitReady(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if r, err := http.Get(base + "/ready"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return
-			}
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		r, err := http.Get(base + "/ready")
+		if err != nil {
+			return fmt.Errorf("kvgate never became ready: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("kvgate never became ready")
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			return fmt.Errorf("kvgate never became ready: /ready answers %d", r.StatusCode)
+		}
+		return nil
+	})
 }
 
 // TestSlowReaderIsCutOff: a client that stops reading a long stream is

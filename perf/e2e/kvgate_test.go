@@ -230,18 +230,34 @@ func TestMalformedAndOversized(t *testing.T) {
 func TestDrainOnSIGTERM(t *testing.T) {
 	p, base := startKvgate(t, "--sim-engines", "1", "--sim-profile", "default", "--sim-speed", "1")
 	done := make(chan []byte, 1)
+	underway := make(chan struct{}) // closed at the stream's first event
 	go func() {
+		defer close(done)
 		b, _ := json.Marshal(map[string]any{"model": model, "prompt": "drain me", "max_tokens": 40, "ignore_eos": true, "stream": true})
 		resp, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(b))
 		if err != nil {
-			done <- nil
+			close(underway)
 			return
 		}
 		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		done <- out
+		r := bufio.NewReader(resp.Body)
+		var out []byte
+		for {
+			line, err := r.ReadBytes('\n')
+			out = append(out, line...)
+			if bytes.HasPrefix(line, []byte("data: ")) || err != nil {
+				break
+			}
+		}
+		close(underway)
+		rest, _ := io.ReadAll(r)
+		done <- append(out, rest...)
 	}()
-	time.Sleep(300 * time.Millisecond) // the stream is under way (40 decode steps of >= 6 ms)
+	select {
+	case <-underway: // 40 decode steps of >= 6 ms: the stream is far from done
+	case <-time.After(60 * time.Second):
+		t.Fatal("the stream did not start within a minute")
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -32,7 +33,8 @@ func TestRerouteBeforeFirstToken(t *testing.T) {
 		done <- result{r, b}
 	}()
 	slow.waitLog(t, "router connected") // (already logged; keeps the order obvious)
-	time.Sleep(500 * time.Millisecond)  // the request is waiting on the slow engine
+	// The request is routed to the slow engine and waits on it.
+	waitMetric(t, adminOf(t, base), `kvgate_engine_inflight_requests{engine="`+slowAddr+`"}`, " 1")
 	_ = slow.cmd.Process.Kill()
 	res := <-done
 	if res.resp.StatusCode != 200 || res.resp.Header.Get("x-kvgate-engine") != "fast" {
@@ -51,20 +53,16 @@ func TestQueueFull(t *testing.T) {
 		}
 	}()
 	waitMetric(t, adminOf(t, base), `kvgate_engine_inflight_requests{engine=`, " 1")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		r, body := post(t, base+"/v1/messages", map[string]any{"model": model, "max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": "x"}}})
-		if r.StatusCode == 429 {
-			if r.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"rate_limit_error"`) {
-				t.Fatalf("429 without Retry-After or Anthropic body: %v %s", r.Header, body)
-			}
-			return
+		if r.StatusCode != 429 {
+			return fmt.Errorf("never 429: last %d %s", r.StatusCode, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never 429: last %d %s", r.StatusCode, body)
+		if r.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"rate_limit_error"`) {
+			t.Fatalf("429 without Retry-After or Anthropic body: %v %s", r.Header, body)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestSlowlorisIsCutOff: a client that never finishes its header is
@@ -97,19 +95,19 @@ func adminOf(t *testing.T, base string) string {
 // waitMetric polls /metrics until a line starting with prefix ends with suffix.
 func waitMetric(t *testing.T, admin, prefix, suffix string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if r, err := http.Get(admin + "/metrics"); err == nil {
-			var buf bytes.Buffer
-			_, _ = buf.ReadFrom(r.Body)
-			r.Body.Close()
-			for _, line := range strings.Split(buf.String(), "\n") {
-				if strings.HasPrefix(line, prefix) && strings.HasSuffix(line, suffix) {
-					return
-				}
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		r, err := http.Get(admin + "/metrics")
+		if err != nil {
+			return fmt.Errorf("metric %s...%s: %v", prefix, suffix, err)
+		}
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(r.Body)
+		r.Body.Close()
+		for _, line := range strings.Split(buf.String(), "\n") {
+			if strings.HasPrefix(line, prefix) && strings.HasSuffix(line, suffix) {
+				return nil
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("metric %s...%s never appeared", prefix, suffix)
+		return fmt.Errorf("metric %s...%s never appeared", prefix, suffix)
+	})
 }

@@ -98,6 +98,9 @@ func BenchmarkPassthroughSteering(b *testing.B) {
 	for _, kind := range []string{"body", "sse"} {
 		for _, mode := range []string{"sockmap", "splice", "copy"} {
 			b.Run(kind+"/"+mode, func(b *testing.B) {
+				if mode == "sockmap" {
+					requireSockmap(b)
+				}
 				p := start(b, "kvgate", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--http-engine", engine, "--steering", mode)
 				base := "http://" + p.waitLog(b, "kvgate listening")["addr"].(string)
 				per := int64(bodySize)
