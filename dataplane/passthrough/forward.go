@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/httpx"
 )
-
-// maxHead bounds an engine's response header.
-const maxHead = 64 << 10
 
 // ErrUnavailable: the engine could not be reached; nothing was sent to
 // the client, which may be answered with an error.
@@ -64,24 +60,11 @@ func (p *Pool) relay(ctx context.Context, up, client *net.TCPConn, raw []byte) (
 		return 0, false, fmt.Errorf("forwarding the request: %w", err)
 	}
 	_ = up.SetReadDeadline(time.Now().Add(10 * time.Minute)) // the header: bounded by the first-token wait
-	var head []byte
-	buf := make([]byte, 16<<10)
-	end := -1
-	for end < 0 {
-		n, err := pair.Read(buf)
-		head = append(head, buf[:n]...)
-		if end = bytes.Index(head, []byte("\r\n\r\n")); end >= 0 {
-			break
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("reading the engine's header: %w", err)
-		}
-		if len(head) > maxHead {
-			return 0, false, errors.New("engine's response header too large")
-		}
+	head, end, err := readHead(pair.Read)
+	if err != nil {
+		return 0, false, err
 	}
 	_ = up.SetReadDeadline(time.Time{})
-	end += 4
 	status, length, chunked := parseHead(head[:end])
 	delimited := chunked || length >= 0
 	out := append(hopByHop(head[:end], !delimited), head[end:]...)
@@ -139,30 +122,4 @@ func connectionClose(raw []byte) []byte {
 	}
 	out = append(out, "Connection: close\r\n\r\n"...)
 	return append(out, raw[end+4:]...)
-}
-
-// parseHead reads the status, Content-Length (-1 if none) and whether the
-// body is chunked from a response header.
-func parseHead(head []byte) (status int, length int64, chunked bool) {
-	length = -1
-	lines := bytes.Split(head, []byte("\r\n"))
-	if f := bytes.Fields(lines[0]); len(f) >= 2 {
-		status, _ = strconv.Atoi(string(f[1]))
-	}
-	for _, l := range lines[1:] {
-		name, value, ok := bytes.Cut(l, []byte(":"))
-		if !ok {
-			continue
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("content-length")):
-			if n, err := strconv.ParseInt(string(value), 10, 64); err == nil && n >= 0 {
-				length = n
-			}
-		case bytes.EqualFold(name, []byte("transfer-encoding")):
-			chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
-		}
-	}
-	return status, length, chunked
 }
