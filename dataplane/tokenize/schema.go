@@ -96,10 +96,24 @@ type modelJSON struct {
 }
 
 // parseMerges reads merges in either encoding tokenizers has used: "a b"
-// strings, or ["a", "b"] pairs.
+// strings, or ["a", "b"] pairs. Like Hugging Face's loader it refuses a
+// pair that is not two non-empty strings and merges that are null, where
+// encoding/json alone would fill a short pair with "" and drop the rest
+// of a long one.
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	var pairs [][2]string
 	if err := json.Unmarshal(raw, &pairs); err == nil {
+		if pairs == nil {
+			return nil, fmt.Errorf("%w: merges are null", ErrInvalid)
+		}
+		if !pairsOfTwo(raw) {
+			return nil, fmt.Errorf("%w: a merge is not a pair", ErrInvalid)
+		}
+		for i, p := range pairs {
+			if p[0] == "" || p[1] == "" {
+				return nil, fmt.Errorf("%w: merge %d %q", ErrInvalid, i, p)
+			}
+		}
 		return pairs, nil
 	}
 	var lines []string
@@ -121,6 +135,47 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 		pairs[i] = [2]string{a, b}
 	}
 	return pairs, nil
+}
+
+// pairsOfTwo says whether every member of raw, a JSON array of arrays of
+// strings (or nulls) already known to be valid JSON, has two members. It
+// only counts, without decoding: decoding each pair into a slice to see
+// its length would make loading Qwen3's 151,387 merges take twice as long.
+func pairsOfTwo(raw []byte) bool {
+	depth, members, inString := 0, 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"', 'n': // a string or a null starts a member
+			inString = c == '"'
+			if depth == 2 && members == 0 {
+				members = 1
+			}
+		case ',':
+			if depth == 2 {
+				members++
+			}
+		case '[':
+			if depth++; depth == 2 {
+				members = 0
+			}
+		case ']':
+			if depth == 2 && members != 2 {
+				return false
+			}
+			depth--
+		}
+	}
+	return true
 }
 
 // configJSON mirrors tokenizer_config.json.
