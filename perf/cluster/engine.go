@@ -1,0 +1,56 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/syncring"
+	"github.com/kvgate/kvgate/wire"
+)
+
+type engineState struct {
+	core     *sim.Core
+	stepping bool
+	id       string
+}
+
+// kick starts a step on an idle engine with work.
+func (s *Sim) kick(e int) {
+	es := s.engines[e]
+	if es.stepping || es.core.Idle() {
+		return
+	}
+	res := es.core.Step()
+	es.stepping = true
+	s.push(&event{at: s.now + max(res.Duration, time.Microsecond), kind: evStepDone, eng: e, res: res})
+}
+
+func (s *Sim) stepDone(e int, res sim.StepResult) {
+	s.engines[e].stepping = false
+	if len(res.Events) > 0 {
+		s.push(&event{at: s.now + s.cfg.SyncDelay, kind: evIndex, eng: e, evs: res.Events})
+	}
+	for _, o := range res.Outputs {
+		i := int(o.Key.Stream)
+		rv := s.res[i]
+		if o.First {
+			rv.first, rv.cached, rv.firstAt, rv.lastToken = true, o.Cached, s.now, s.now
+			s.routers[rv.router].pend[rv.engine].Started(rv.tag)
+			s.reserve(rv.router, rv.engine, syncring.Load{PrefillTokens: -rv.prefill, DecodeTokens: int64(rv.prompt)})
+			rv.decode = int64(rv.prompt)
+		} else if o.HasToken {
+			rv.gaps = append(rv.gaps, s.now-rv.lastToken)
+			rv.lastToken = s.now
+		}
+		if o.HasToken {
+			s.reserve(rv.router, rv.engine, syncring.Load{DecodeTokens: 1})
+			rv.decode++
+		}
+		if o.Finish != wire.FinishNone {
+			s.rec.OK(s.engines[e].id, rv.arrival, rv.firstAt-rv.arrival, s.now-rv.arrival, rv.gaps, o.PromptTokens, rv.cached, o.CompletionTokens)
+			s.release(i)
+			s.done++
+		}
+	}
+	s.kick(e)
+}

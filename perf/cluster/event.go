@@ -1,0 +1,112 @@
+package cluster
+
+import (
+	"container/heap"
+	"fmt"
+	"time"
+
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/syncring"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// eventKind is what an event of the simulation does.
+type eventKind uint8
+
+// Event kinds.
+const (
+	evArrival  eventKind = iota // a request reaches its router
+	evDeliver                   // a request reaches its engine
+	evStepDone                  // an engine's step ends
+	evIndex                     // an engine's KV events reach the routers
+	evLoad                      // an engine reports LOAD
+	evPeer                      // a LOAD report or a reservation reaches the other routers
+)
+
+var eventKindNames = [...]string{"arrival", "deliver", "step-done", "index", "load", "peer"}
+
+// String returns the kind's name, for debugging a run.
+func (k eventKind) String() string {
+	if int(k) < len(eventKindNames) {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("event_%d", uint8(k))
+}
+
+type event struct {
+	at   time.Duration
+	seq  uint64
+	kind eventKind
+	eng  int
+	req  int
+	res  sim.StepResult
+	evs  []kvstore.Event
+	load wire.Load
+	peer peerDelta
+}
+
+// peerDelta is a change of one router's load on an engine, reaching the
+// other routers (router -1: a LOAD report, reaching every router).
+type peerDelta struct {
+	router int
+	delta  syncring.Load
+}
+
+type queue []*event
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *queue) Pop() any     { old := *q; e := old[len(old)-1]; *q = old[:len(old)-1]; return e }
+
+func (s *Sim) push(e *event) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.q, e)
+}
+
+func (s *Sim) handle(ev *event) {
+	switch ev.kind {
+	case evArrival:
+		s.arrive(ev.req)
+	case evDeliver:
+		s.sending[ev.eng] -= float64(s.res[ev.req].prefill)
+		r := s.reqs[ev.req]
+		req := sim.NewRequest(sim.RequestKey{Stream: uint32(ev.req)}, r.Prompt, sim.Params{MaxTokens: r.Output, IgnoreEOS: true}, kvstore.Keys{})
+		if err := s.engines[ev.eng].core.Add(req); err != nil {
+			s.rec.Fail(err.Error())
+			s.release(ev.req)
+			s.done++
+			return
+		}
+		s.kick(ev.eng)
+	case evStepDone:
+		s.stepDone(ev.eng, ev.res)
+	case evIndex:
+		_ = s.index.Apply(s.slots[ev.eng], ev.evs)
+	case evLoad:
+		l := s.engines[ev.eng].core.Load()
+		s.push(&event{at: s.now + s.cfg.SyncDelay, kind: evPeer, eng: ev.eng, load: l, peer: peerDelta{router: -1}})
+		if s.done < len(s.reqs) {
+			s.push(&event{at: s.now + s.cfg.LoadPeriod, kind: evLoad, eng: ev.eng})
+		}
+	case evPeer:
+		if ev.peer.router < 0 { // a LOAD report reaching every router
+			for _, r := range s.routers {
+				r.loads[ev.eng] = ev.load
+				r.seqs[ev.eng]++
+				r.loadAt[ev.eng] = s.now
+			}
+			return
+		}
+		for i, r := range s.routers {
+			if i != ev.peer.router {
+				r.peer[ev.eng] = addLoad(r.peer[ev.eng], ev.peer.delta)
+			}
+		}
+	}
+}
