@@ -76,3 +76,39 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// RankConfig configures one data-parallel rank of a simulated engine.
+type RankConfig struct {
+	Model            string
+	BlockSize        int
+	HashSeed         uint64
+	GPUBlocks        int
+	CPUBlocks        int // 0: no CPU tier
+	MaxRunning       int // sequences in the running batch
+	MaxBatchedTokens int // token budget per step (chunked prefill)
+	MaxModelLen      int // prompt plus output, at most
+	EOS              uint32
+	Profile          Profile
+}
+
+// Validate reports settings the scheduler cannot run with.
+func (c *RankConfig) Validate() error {
+	var errs []error
+	if c.BlockSize < 1 {
+		errs = append(errs, fmt.Errorf("block size %d", c.BlockSize))
+	}
+	if c.GPUBlocks < 1 {
+		errs = append(errs, fmt.Errorf("gpu blocks %d", c.GPUBlocks))
+	}
+	if c.MaxRunning < 1 || c.MaxBatchedTokens < 1 || c.MaxModelLen < 1 {
+		errs = append(errs, fmt.Errorf("max running %d, max batched tokens %d, max model len %d: all must be positive",
+			c.MaxRunning, c.MaxBatchedTokens, c.MaxModelLen))
+	}
+	if c.CPUBlocks < 0 {
+		errs = append(errs, fmt.Errorf("cpu blocks %d", c.CPUBlocks))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// StepResult is what one step did.
+type StepResult struct {
+	// Duration is the simulated GPU time of the step.
+	Duration time.Duration
+	Outputs  []Output
+	// Events are the KV cache changes of the step, in order.
+	Events                           []kvstore.Event
+	PrefillTokens, DecodeSeqs, Loads int
+}
+
+type scheduled struct {
+	r      *Request
+	tokens int
+	decode bool
+}
+
+// Step schedules one batch, runs it and returns what it produced.
+func (c *Core) Step() StepResult {
+	var res StepResult
+	budget := c.cfg.MaxBatchedTokens
+	var batch []scheduled
+
+	// Running requests first, oldest first; make room by preempting the newest.
+	for i := 0; i < len(c.running) && budget > 0; i++ {
+		r := c.running[i]
+		n := min(r.target-r.computed, budget)
+		if !c.ensureBlocks(r, r.computed+n) {
+			i = c.preemptFor(r, i)
+			if i < 0 || c.running[i] != r || !c.ensureBlocks(r, r.computed+n) {
+				break
+			}
+		}
+		batch = append(batch, scheduled{r: r, tokens: n, decode: r.started && r.target-r.computed == 1})
+		budget -= n
+	}
+	// Then admit waiting requests while budget and batch slots remain.
+	for len(c.waiting) > 0 && budget > 0 && len(c.running) < c.cfg.MaxRunning {
+		r := c.waiting[0]
+		loads, ok := c.admit(r, budget)
+		if !ok {
+			break
+		}
+		res.Loads += loads
+		c.waiting = c.waiting[1:]
+		c.running = append(c.running, r)
+		n := min(r.target-r.computed, budget)
+		batch = append(batch, scheduled{r: r, tokens: n})
+		budget -= n
+	}
+	if len(batch) == 0 {
+		res.Events = c.blocks.takeEvents()
+		return res
+	}
+	activeKV := 0
+	for _, s := range batch {
+		if s.decode {
+			res.DecodeSeqs++
+			activeKV += s.r.computed + 1
+		} else {
+			res.PrefillTokens += s.tokens
+		}
+	}
+	res.Duration = c.cfg.Profile.StepTime(res.PrefillTokens, res.DecodeSeqs > 0, activeKV,
+		c.cfg.GPUBlocks*c.cfg.BlockSize, res.Loads)
+	for _, s := range batch {
+		if out, ok := c.advance(s.r, s.tokens); ok {
+			res.Outputs = append(res.Outputs, out)
+		}
+	}
+	c.running = slices.DeleteFunc(c.running, func(r *Request) bool { return c.byKey[r.Key] != r })
+	res.Events = c.blocks.takeEvents()
+	c.stats.Steps++
+	c.stats.PrefillTokens += res.PrefillTokens
+	c.stats.CPULoads += res.Loads
+	c.stats.Busy += res.Duration
+	return res
+}
+
+// admit gives a waiting request its cached prefix and the blocks for its
+// first chunk; it returns the CPU blocks loaded, or false (nothing held)
+// when the pool cannot take it now.
+func (c *Core) admit(r *Request, budget int) (int, bool) {
+	bs := c.cfg.BlockSize
+	limit := min(len(r.hashes), (len(r.tokens)-1)/bs) // at least one token is computed
+	loads := 0
+	for i := range limit {
+		h := r.hashes[i]
+		if b, ok := c.blocks.lookupGPU(h); ok {
+			c.blocks.acquire(b)
+			r.table = append(r.table, b)
+			continue
+		}
+		if !c.blocks.cpu.has(h) {
+			break
+		}
+		c.blocks.cpu.touch(h) // most recent, so the allocation below cannot push it out
+		b, ok := c.blocks.allocate()
+		if !ok {
+			break
+		}
+		parent, hasParent := c.parentOf(r, i)
+		c.blocks.commit(b, h, parent, hasParent)
+		r.table = append(r.table, b)
+		loads++
+	}
+	r.computed = len(r.table) * bs
+	n := min(r.target-r.computed, budget)
+	if !c.ensureBlocks(r, r.computed+n) {
+		c.blocks.release(r.table)
+		r.table, r.computed = nil, 0
+		return 0, false
+	}
+	if !r.admitted {
+		r.admitted = true
+		r.cached = r.computed
+		c.stats.CachedTokens += r.cached
+		c.stats.PromptTokens += r.promptLen
+	}
+	r.arrival = c.arrivals
+	c.arrivals++
+	return loads, true
+}
+
+func (c *Core) parentOf(r *Request, i int) (uint64, bool) {
+	if i == 0 {
+		return 0, false
+	}
+	return r.hashes[i-1], true
+}
+
+// ensureBlocks grows r's block table to hold tokens; false if the pool is out.
+func (c *Core) ensureBlocks(r *Request, tokens int) bool {
+	need := (tokens + c.cfg.BlockSize - 1) / c.cfg.BlockSize
+	for len(r.table) < need {
+		b, ok := c.blocks.allocate()
+		if !ok {
+			return false
+		}
+		r.table = append(r.table, b)
+	}
+	return true
+}
+
+// preemptFor frees blocks for the running request at index i by preempting
+// the most recently admitted running requests (recompute: they go back to
+// the front of the queue). It returns the new index of that request, or -1
+// if it had to preempt the request itself.
+func (c *Core) preemptFor(r *Request, i int) int {
+	for len(c.running) > 0 {
+		victim := c.running[len(c.running)-1]
+		for _, x := range c.running {
+			if x.arrival > victim.arrival {
+				victim = x
+			}
+		}
+		c.running = slices.DeleteFunc(c.running, func(x *Request) bool { return x == victim })
+		c.blocks.release(victim.table)
+		victim.table, victim.computed = nil, 0
+		victim.target = len(victim.tokens)
+		c.waiting = append([]*Request{victim}, c.waiting...)
+		c.stats.Preemptions++
+		if victim == r {
+			return -1
+		}
+		if c.blocks.freeBlocks() > 0 {
+			return slices.Index(c.running, r)
+		}
+	}
+	return -1
+}
+
+// advance applies n computed tokens to r, caches newly full blocks, and
+// produces a token when r has caught up with its sequence.
+func (c *Core) advance(r *Request, n int) (Output, bool) {
+	bs := c.cfg.BlockSize
+	first := r.computed / bs
+	r.computed += n
+	for i := first; i < r.computed/bs && i < len(r.hashes); i++ {
+		if r.computed >= (i+1)*bs {
+			parent, hasParent := c.parentOf(r, i)
+			c.blocks.commit(r.table[i], r.hashes[i], parent, hasParent)
+		}
+	}
+	if r.computed < r.target {
+		return Output{}, false // a chunk of a longer prefill
+	}
+	tok, eos := nextToken(r.seed, r.generated, r.Params.IgnoreEOS, c.cfg.EOS)
+	r.tokens = append(r.tokens, tok)
+	r.generated++
+	c.stats.GeneratedTokens++
+	r.hashes, _ = c.hasher.Extend(r.hashes, r.tokens, &r.Keys)
+	r.target = len(r.tokens)
+	out := Output{Key: r.Key, Token: tok, HasToken: true, First: !r.started, Cached: r.cached}
+	r.started = true
+	var reason wire.FinishReason
+	switch {
+	case eos || r.stopTokens[tok]:
+		reason = wire.FinishStop
+	case r.Params.MaxTokens > 0 && r.generated >= r.Params.MaxTokens, len(r.tokens) >= c.cfg.MaxModelLen:
+		reason = wire.FinishLength
+	}
+	if reason != wire.FinishNone {
+		last := c.finish(r, reason)
+		out.Finish, out.PromptTokens, out.CompletionTokens = reason, last.PromptTokens, last.CompletionTokens
+	}
+	return out, true
+}
