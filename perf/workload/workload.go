@@ -8,6 +8,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -38,20 +39,26 @@ type Workload struct {
 const vocab = 151643
 
 // Parse reads a SPEC: mooncake:PATH, azure:PATH, or
-// shared-prefix|multi-turn|agentic[:key=value,...].
-func Parse(spec string) (*Workload, error) {
+// shared-prefix|multi-turn|agentic|burst[:key=value,...]. A SPEC or trace
+// that asks for more than a workload may hold (see limits.go) is refused
+// with ErrTooLarge, a parameter out of its range with ErrBadParameter.
+func Parse(spec string) (*Workload, error) { return parse(spec, defaultLimits) }
+
+func parse(spec string, lim limits) (*Workload, error) {
 	kind, args, _ := strings.Cut(spec, ":")
 	var reqs []Request
 	var err error
 	switch kind {
 	case "mooncake":
-		reqs, err = mooncake(args)
+		reqs, err = mooncake(args, lim)
 	case "azure":
-		reqs, err = azure(args)
+		reqs, err = azure(args, lim)
 	case "shared-prefix", "multi-turn", "agentic", "burst":
 		var p params
 		if p, err = parseParams(args); err == nil {
-			reqs = generate(kind, p)
+			if err = p.check(kind, lim); err == nil {
+				reqs, err = generate(kind, p)
+			}
 		}
 	default:
 		return nil, fmt.Errorf("workload: unknown kind %q (mooncake:PATH, azure:PATH, shared-prefix, multi-turn, agentic, burst)", kind)
@@ -89,13 +96,14 @@ func blockTokens(dst []uint32, id int64) []uint32 {
 	return dst
 }
 
-func mooncake(path string) ([]Request, error) {
+func mooncake(path string, lim limits) ([]Request, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	var out []Request
+	var tokens int
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -108,11 +116,20 @@ func mooncake(path string) ([]Request, error) {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		if r.InputLength <= 0 || len(r.HashIDs)*512 < r.InputLength {
+		if r.InputLength > 0 {
+			if err := lim.add(&tokens, r.InputLength, len(out)+1); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+		}
+		if !(r.Timestamp >= 0 && r.Timestamp <= float64(maxSpan.Milliseconds())) {
+			return nil, fmt.Errorf("line %d: timestamp %v ms: %w", n, r.Timestamp, ErrBadParameter)
+		}
+		need := (r.InputLength + 511) / 512 // the blocks the prompt reaches into
+		if r.InputLength <= 0 || len(r.HashIDs) < need {
 			return nil, fmt.Errorf("line %d: %d hash ids cannot cover %d tokens", n, len(r.HashIDs), r.InputLength)
 		}
-		prompt := make([]uint32, 0, len(r.HashIDs)*512)
-		for _, id := range r.HashIDs {
+		prompt := make([]uint32, 0, need*512)
+		for _, id := range r.HashIDs[:need] { // blocks past the prompt's end would be cut off
 			prompt = blockTokens(prompt, id)
 		}
 		out = append(out, Request{At: time.Duration(r.Timestamp * float64(time.Millisecond)), Prompt: prompt[:r.InputLength],
@@ -121,7 +138,7 @@ func mooncake(path string) ([]Request, error) {
 	return out, sc.Err()
 }
 
-func azure(path string) ([]Request, error) {
+func azure(path string, lim limits) ([]Request, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -133,6 +150,7 @@ func azure(path string) ([]Request, error) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var out []Request
+	var tokens int
 	var t0 time.Time
 	for i, row := range rows {
 		if i == 0 || len(row) < 3 {
@@ -149,6 +167,9 @@ func azure(path string) ([]Request, error) {
 		gen, err2 := strconv.Atoi(row[2])
 		if err1 != nil || err2 != nil || in <= 0 {
 			return nil, fmt.Errorf("row %d: bad lengths", i)
+		}
+		if err := lim.add(&tokens, in, len(out)+1); err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
 		}
 		prompt := make([]uint32, in) // no shared prefixes: every prompt is random
 		for j := range prompt {
@@ -198,7 +219,12 @@ func (p params) get(k string, def float64) float64 {
 //     (prefix + their own suffix) arrive at once, or evenly over spread
 //     seconds; bursts repeat every gap seconds with a new prefix (bursts,
 //     prefix, suffix, n, warm, spread, gap, output, seed).
-func generate(kind string, p params) []Request {
+//
+// The parameters are checked first (params.check), so every count fits an
+// int and the tokens fit the limits; arrival times are checked as they are
+// made (timeline).
+func generate(kind string, p params) ([]Request, error) {
+	var tl timeline
 	rng := rand.New(rand.NewPCG(uint64(p.get("seed", 1)), 7))
 	randTokens := func(n int) []uint32 {
 		t := make([]uint32, n)
@@ -218,7 +244,7 @@ func generate(kind string, p params) []Request {
 		}
 		var at time.Duration
 		for i := range int(p.get("n", 1000)) {
-			at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+			at = tl.after(at, rng.ExpFloat64()/rate)
 			g := rng.IntN(groups)
 			prompt := append(append([]uint32(nil), prefixes[g]...), randTokens(int(p.get("suffix", 256)))...)
 			out = append(out, Request{At: at, Prompt: prompt, Output: int(p.get("output", 64)),
@@ -233,22 +259,23 @@ func generate(kind string, p params) []Request {
 				return Request{At: at, Prompt: prompt, Output: int(p.get("output", 32)), Session: fmt.Sprintf("burst%d-%d", b, i)}
 			}
 			out = append(out, req(at, -1))
-			hit := at + time.Duration(p.get("warm", 1)*float64(time.Second))
-			n, spread := int(p.get("n", 64)), time.Duration(p.get("spread", 0)*float64(time.Second))
+			hit := tl.after(at, p.get("warm", 1))
+			n := int(p.get("n", 64))
+			spread := tl.after(hit, p.get("spread", 0)) - hit
+			if n > 0 && spread > math.MaxInt64/time.Duration(n) { // spread*i below would overflow
+				tl.tooLong = true
+				break
+			}
 			for i := range n {
 				out = append(out, req(hit+spread*time.Duration(i)/time.Duration(n), i))
 			}
-			at = hit + time.Duration(p.get("gap", 3)*float64(time.Second))
+			at = tl.after(hit, p.get("gap", 3))
 		}
 	case "multi-turn", "agentic":
-		units, steps := "sessions", "turns"
-		turnLen, turn := "user", 256.0
-		if kind == "agentic" {
-			units, steps, turnLen, turn = "agents", "steps", "result", 1024
-		}
+		units, steps, turnLen, turn := turnParams(kind)
 		var start time.Duration
 		for s := range int(p.get(units, 64)) {
-			start += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+			start = tl.after(start, rng.ExpFloat64()/rate)
 			history := randTokens(int(p.get("system", 2048)))
 			at := start
 			for range int(p.get(steps, 8)) {
@@ -257,9 +284,12 @@ func generate(kind string, p params) []Request {
 				out = append(out, Request{At: at, Prompt: append([]uint32(nil), history...), Output: output,
 					Session: fmt.Sprintf("%s-%d", kind, s)})
 				history = append(history, randTokens(output)...) // the answer joins the history
-				at += time.Duration((p.get("think", 2) + rng.ExpFloat64()) * float64(time.Second))
+				at = tl.after(at, p.get("think", 2)+rng.ExpFloat64())
 			}
 		}
 	}
-	return out
+	if tl.tooLong {
+		return nil, fmt.Errorf("%w: arrivals span more than %v", ErrTooLarge, maxSpan)
+	}
+	return out, nil
 }
