@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 )
 
 // An engine streams a completion as server-sent events, as vLLM's OpenAI
@@ -47,6 +48,22 @@ type chunk struct {
 // maxSSELine bounds one line of the stream, a chunk's JSON: a longer one
 // ends the stream with bufio.ErrTooLong rather than growing the buffer.
 const maxSSELine = 16 << 20
+
+// maxEngineMessage bounds the part of an engine's error message passed
+// on to the router, as for an HTTP error: an ERROR frame holds at most
+// 64 KiB of message, and one that does not fit is not sent at all.
+const maxEngineMessage = 4096
+
+// engineMessage is an error event's message as the stream's error says it.
+func engineMessage(m string) string {
+	if len(m) > maxEngineMessage {
+		m = strings.ToValidUTF8(m[:maxEngineMessage], "")
+	}
+	if m == "" {
+		return "an error event without a message"
+	}
+	return m
+}
 
 // sseEnd is how an engine's stream ended.
 type sseEnd int
@@ -94,7 +111,7 @@ func decodeSSE(r io.Reader, fn func(*chunk)) (sseEnd, error) {
 			return sseMalformed, err
 		}
 		if c.Error != nil {
-			return sseEngineError, errors.New(c.Error.Message)
+			return sseEngineError, errors.New(engineMessage(c.Error.Message))
 		}
 		fn(&c)
 	}

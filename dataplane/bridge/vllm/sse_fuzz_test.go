@@ -69,6 +69,7 @@ data: {"id":"cmpl-3b","object":"text_completion","created":1764578400,"model":"Q
 // sseRun is what decoding one stream gave.
 type sseRun struct {
 	end    sseEnd
+	failed bool
 	err    string
 	chunks []string // each chunk re-encoded
 	tokens int
@@ -91,7 +92,7 @@ func runSSE(tb testing.TB, r io.Reader) sseRun {
 	})
 	out.end = end
 	if err != nil {
-		out.err = err.Error()
+		out.failed, out.err = true, err.Error()
 	}
 	return out
 }
@@ -140,7 +141,8 @@ func TestDecodeSSEStreams(t *testing.T) {
 
 // FuzzDecodeSSE feeds an engine's stream, arbitrary or real, in reads of a
 // fuzzed size. Whatever the bytes, decoding ends with [DONE] exactly when
-// it reports no error, hands over no more chunks than the stream has data
+// it reports no error (an engine's error with a message that fits an
+// ERROR frame), hands over no more chunks than the stream has data
 // lines and no more tokens than its bytes can spell, and gives the same
 // chunks and the same end however the stream is cut into reads. Seeds are
 // the real streams above, whole and in reads of 1, 7 and 64 bytes. An
@@ -154,7 +156,7 @@ func FuzzDecodeSSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, stream []byte, piece uint16) {
 		whole := runSSE(t, bytes.NewReader(stream))
-		if (whole.end == sseDone) != (whole.err == "") {
+		if (whole.end == sseDone) == whole.failed || whole.end == sseEngineError && (whole.err == "" || len(whole.err) > maxEngineMessage) {
 			t.Fatalf("end %d with error %q", whole.end, whole.err)
 		}
 		if whole.end == sseDone && !bytes.Contains(stream, []byte("[DONE]")) {
@@ -175,4 +177,24 @@ func FuzzDecodeSSE(f *testing.F) {
 				piece, split.end, split.err, len(split.chunks), whole.end, whole.err, len(whole.chunks))
 		}
 	})
+}
+
+// TestEngineMessageBounded: an error event's message reaches the router cut
+// to what an ERROR frame can carry (a frame too long would never be sent,
+// and the router would wait on the stream), and an empty one still says
+// something.
+func TestEngineMessageBounded(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want int
+	}{
+		{strings.Repeat("é", 40000), maxEngineMessage},
+		{"", len("an error event without a message")},
+	} {
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": c.msg, "type": "InternalServerError", "param": nil, "code": 500}})
+		got := runSSE(t, strings.NewReader("data: "+string(b)+"\n\ndata: [DONE]\n\n"))
+		if got.end != sseEngineError || len(got.err) != c.want {
+			t.Fatalf("%d-byte message: end %d, %d-byte error", len(c.msg), got.end, len(got.err))
+		}
+	}
 }
