@@ -22,22 +22,49 @@ import (
 var upstreamWritten atomic.Int64
 
 // serveEach listens on loopback, runs handle on each connection (closing
-// it after), and returns the address; the listener closes with the test.
+// it after), and returns the address; the listener and every connection
+// still open close with the test, as httptest.Server's do. (An upstream
+// whose proxy gave up on a sockmap-steered response can otherwise wait in
+// Write for tcp_fin_timeout: the proxy's closed socket lingers in
+// FIN-WAIT-2 with a zero window.)
 func serveEach(t testing.TB, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	open := map[net.Conn]bool{} // nil once the test has ended
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for c := range open {
+			c.Close()
+		}
+		open = nil
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			if open == nil {
+				mu.Unlock()
+				c.Close()
+				return
+			}
+			open[c] = true
+			mu.Unlock()
 			go func() {
-				defer c.Close()
+				defer func() {
+					mu.Lock()
+					delete(open, c)
+					mu.Unlock()
+					c.Close()
+				}()
 				handle(c)
 			}()
 		}
