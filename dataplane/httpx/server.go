@@ -69,10 +69,14 @@ type connState struct {
 	closed       atomic.Bool
 	continueSent bool
 	since        atomic.Int64 // unix nanos: start of the partial header, or last activity when idle
-	pending      atomic.Int64 // bytes handed to AsyncWrite and not yet processed by the loop
-	outbound     atomic.Int64 // bytes gnet holds because the socket would block
-	gone         chan struct{}
-	remote       string
+	// partial: the loop last saw a request's start but not all of it in
+	// the buffer. OnTick reads this instead of InboundBuffered, which only
+	// the connection's own loop may call.
+	partial  atomic.Bool
+	pending  atomic.Int64 // bytes handed to AsyncWrite and not yet processed by the loop
+	outbound atomic.Int64 // bytes gnet holds because the socket would block
+	gone     chan struct{}
+	remote   string
 }
 
 // NewServer returns a server; Serve runs it.
@@ -176,6 +180,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	if res.req == nil {
+		st.partial.Store(true)
 		if res.headerDone && res.expect100 && !st.continueSent {
 			st.continueSent = true
 			_, _ = c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
@@ -190,6 +195,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	_, _ = c.Discard(res.consumed)
 	st.continueSent = false
+	st.partial.Store(false)
 	st.since.Store(0)
 	st.busy.Store(true)
 	res.req.RemoteAddr = st.remote
@@ -209,7 +215,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 			continue
 		}
 		limit := s.cfg.IdleTimeout
-		if st.c.InboundBuffered() > 0 {
+		if st.partial.Load() {
 			limit = s.cfg.HeaderTimeout
 		}
 		if time.Duration(now-since) > limit {
