@@ -82,6 +82,18 @@ func post(t *testing.T, url, key, body string) (*http.Response, string) {
 	return resp, string(b)
 }
 
+// get fetches url and closes the body.
+func get(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
 // TestEndpoints: each endpoint's answer through a real HTTP server, in
 // its API's shape, streamed and whole, and every refusal in the right one.
 func TestEndpoints(t *testing.T) {
@@ -140,10 +152,10 @@ func TestEndpoints(t *testing.T) {
 	if err != nil || len(models.Data) != 1 || models.Data[0].ID != model {
 		t.Fatalf("models: %+v %v", models, err)
 	}
-	if resp, _ := http.Get(base + "/v1/completions"); resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+	if resp := get(t, base+"/v1/completions"); resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
 		t.Fatalf("GET completions: %d", resp.StatusCode)
 	}
-	if resp, _ := http.Get(base + "/ready"); resp.StatusCode != 200 {
+	if resp := get(t, base+"/ready"); resp.StatusCode != 200 {
 		t.Fatalf("ready: %d", resp.StatusCode)
 	}
 }
@@ -160,7 +172,7 @@ func TestAPIKeys(t *testing.T) {
 	if resp, b := post(t, base+"/v1/completions", "k1", body); resp.StatusCode != 200 {
 		t.Fatalf("right key: %d %s", resp.StatusCode, b)
 	}
-	if resp, _ := http.Get(base + "/health"); resp.StatusCode != 200 {
+	if resp := get(t, base+"/health"); resp.StatusCode != 200 {
 		t.Fatalf("health needs no key: %d", resp.StatusCode)
 	}
 }
