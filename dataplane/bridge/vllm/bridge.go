@@ -3,11 +3,11 @@ package vllm
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
 	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"
 )
@@ -65,26 +65,12 @@ func (b *Bridge) Lost(rank int, reason string) {
 	b.Out.Broadcast(&wire.KVEvents{Seq: b.seq[rank], TimestampNano: time.Now().UnixNano(), DPRank: uint16(rank), Events: b.T.Reset(rank)})
 }
 
-// snapshotChunk bounds the blocks of one SNAPSHOT frame.
-const snapshotChunk = 1 << 15
-
 // Snapshot implements serve.Backend.
 func (b *Bridge) Snapshot(conn uint64, id uint32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for r := range b.Ranks {
-		evs := b.T.Snapshot(r)
-		var frames []wire.Message
-		for start, chunk := 0, uint32(0); ; chunk++ {
-			end := min(start+snapshotChunk, len(evs))
-			m := &wire.Snapshot{SnapshotID: id, Chunk: chunk, Last: end == len(evs), Seq: b.seq[r], DPRank: uint16(r), Events: evs[start:end]}
-			frames = append(frames, m)
-			if m.Last {
-				break
-			}
-			start = end
-		}
-		if err := b.Out.SendTo(conn, frames...); err != nil {
+		if err := b.Out.SendTo(conn, bridgeutil.SnapshotFrames(id, b.seq[r], uint16(r), b.T.Snapshot(r))...); err != nil {
 			return
 		}
 	}
@@ -113,14 +99,9 @@ func (b *Bridge) PollLoad(ctx context.Context, url string, every time.Duration) 
 	}
 }
 
-// newHTTPClient is a client for one engine: many concurrent streams.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}}
-}
-
 // NewEngine returns an Engine for the engine at url serving model.
 func NewEngine(url, model string, loras map[uint32]string, log *slog.Logger) *Engine {
-	return &Engine{URL: url, Model: model, LoRAs: loras, Client: newHTTPClient(), Log: log}
+	return &Engine{URL: url, Model: model, LoRAs: loras, Client: bridgeutil.NewHTTPClient(), Log: log}
 }
 
 var _ serve.Backend = (*Bridge)(nil)

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 
+	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
 	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"
 )
@@ -28,8 +28,7 @@ type Engine struct {
 	Log    *slog.Logger
 	Out    *serve.Server // where TOKENS go; set before serving
 
-	mu   sync.Mutex
-	reqs map[serve.Key]context.CancelFunc
+	reqs bridgeutil.Requests
 }
 
 // completionRequest is the body sent to the engine.
@@ -81,46 +80,19 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		seed := g.Seed
 		body.Seed = &seed
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.mu.Lock()
-	if e.reqs == nil {
-		e.reqs = map[serve.Key]context.CancelFunc{}
-	}
-	e.reqs[k] = cancel
-	e.mu.Unlock()
-	go e.run(ctx, k, &body)
+	go e.run(e.reqs.Start(k), k, &body)
 	return nil
 }
 
 // Cancel implements serve.Backend.
-func (e *Engine) Cancel(k serve.Key) {
-	e.mu.Lock()
-	cancel := e.reqs[k]
-	e.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-}
+func (e *Engine) Cancel(k serve.Key) { e.reqs.Cancel(k) }
 
 // Idle implements serve.Backend.
-func (e *Engine) Idle() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.reqs) == 0
-}
-
-func (e *Engine) done(k serve.Key) {
-	e.mu.Lock()
-	if cancel := e.reqs[k]; cancel != nil {
-		cancel()
-	}
-	delete(e.reqs, k)
-	e.mu.Unlock()
-}
+func (e *Engine) Idle() bool { return e.reqs.Idle() }
 
 // run streams one completion and relays it.
 func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) {
-	defer e.done(k)
+	defer e.reqs.Done(k)
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, "POST", e.URL+"/v1/completions", bytes.NewReader(b))
 	if err != nil {
@@ -136,7 +108,7 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		e.Out.Fail(k, codeOfStatus(resp.StatusCode), fmt.Sprintf("engine answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
+		e.Out.Fail(k, bridgeutil.CodeOfStatus(resp.StatusCode), fmt.Sprintf("engine answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
 		return
 	}
 	s := relay{e: e, k: k}
@@ -147,6 +119,8 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 		e.Out.Fail(k, wire.CodeStreamFailed, "engine sent a malformed chunk: "+err.Error())
 	case sseEngineError:
 		e.end(ctx, k, wire.CodeStreamFailed, "engine failed the stream: "+err.Error())
+	case sseRefused:
+		e.Out.Fail(k, wire.CodeStreamFailed, err.Error())
 	default:
 		e.end(ctx, k, wire.CodeStreamFailed, "engine stream ended without [DONE]: "+err.Error())
 	}
@@ -172,7 +146,7 @@ type relay struct {
 	cached             uint32
 }
 
-func (s *relay) chunk(c *chunk) {
+func (s *relay) chunk(c *chunk) error {
 	if c.Usage != nil {
 		s.prompt, s.completion = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		if d := c.Usage.PromptTokensDetails; d != nil {
@@ -181,19 +155,23 @@ func (s *relay) chunk(c *chunk) {
 	}
 	var ids []uint32
 	for _, ch := range c.Choices {
+		if ch.Text != "" && len(ch.TokenIDs) == 0 {
+			return noTokenIDs(c)
+		}
 		ids = append(ids, ch.TokenIDs...)
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			s.reason = *ch.FinishReason
 		}
 	}
 	if len(ids) == 0 {
-		return
+		return nil
 	}
 	m := wire.TokensMsg{Tokens: wire.TokensOf(ids)}
 	if !s.sentFirst {
 		m.Flags, m.CachedTokens, s.sentFirst = wire.TokFirst, s.cached, true
 	}
 	s.e.Out.Deliver([]serve.Tokens{{Key: s.k, Msg: m}})
+	return nil
 }
 
 // finish sends the last frame: finish reason and usage.
@@ -214,16 +192,4 @@ func finishOf(reason string) wire.FinishReason {
 		return wire.FinishAbort
 	}
 	return wire.FinishStop
-}
-
-func codeOfStatus(status int) wire.ErrorCode {
-	switch {
-	case status == http.StatusNotFound:
-		return wire.CodeUnknownModel
-	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
-		return wire.CodeOverloaded
-	case status >= 400 && status < 500:
-		return wire.CodeBadRequest
-	}
-	return wire.CodeStreamFailed
 }

@@ -5,12 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -51,7 +50,7 @@ func parseMetrics(r io.Reader) (map[int]*EngineMetrics, error) {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		name, labels, value, ok := splitSample(line)
+		name, labels, value, ok := bridgeutil.SplitSample(line)
 		if !ok {
 			continue
 		}
@@ -75,59 +74,6 @@ func parseMetrics(r io.Reader) (map[int]*EngineMetrics, error) {
 	return out, sc.Err()
 }
 
-// splitSample parses `name{k="v",...} value [timestamp]`.
-func splitSample(line string) (name string, labels map[string]string, value float64, ok bool) {
-	rest := line
-	if i := strings.IndexAny(rest, "{ "); i > 0 {
-		name, rest = rest[:i], rest[i:]
-	} else {
-		return "", nil, 0, false
-	}
-	labels = map[string]string{}
-	if strings.HasPrefix(rest, "{") {
-		end := strings.LastIndex(rest, "}")
-		if end < 0 {
-			return "", nil, 0, false
-		}
-		for _, kv := range splitLabels(rest[1:end]) {
-			k, v, found := strings.Cut(kv, "=")
-			if found {
-				labels[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
-			}
-		}
-		rest = rest[end+1:]
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return "", nil, 0, false
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	return name, labels, v, err == nil
-}
-
-// splitLabels splits on commas outside quotes.
-func splitLabels(s string) []string {
-	var out []string
-	inQuote, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			inQuote = !inQuote
-		case ',':
-			if !inQuote {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
-}
-
 // Loads turns scraped metrics into LOAD reports for ranks 0..n-1, the GPU
 // tier sized by capacity (blocks) when the engine does not say.
 func Loads(m map[int]*EngineMetrics, n int, capacity uint64) []wire.Load {
@@ -143,7 +89,7 @@ func Loads(m map[int]*EngineMetrics, n int, capacity uint64) []wire.Load {
 		if em.GPUBlocks > 0 {
 			total = em.GPUBlocks
 		}
-		out[r].Running, out[r].Waiting = count(em.Running), count(em.Waiting)
+		out[r].Running, out[r].Waiting = bridgeutil.Count(em.Running), bridgeutil.Count(em.Waiting)
 		var used uint64 // NaN, zero or negative usage: empty
 		switch u := em.KVUsage; {
 		case u >= 1:
@@ -154,18 +100,4 @@ func Loads(m map[int]*EngineMetrics, n int, capacity uint64) []wire.Load {
 		out[r].Tiers = []wire.TierUsage{{Tier: wire.TierGPU, Used: used, Total: total}}
 	}
 	return out
-}
-
-// count turns a scraped gauge into a request count. The engine's text is
-// not trusted to be sane: Go leaves converting a NaN, negative or too
-// large float to an integer to the platform (-1 reads as 4294967295 on
-// amd64), so such values are clamped first.
-func count(v float64) uint32 {
-	switch {
-	case !(v > 0):
-		return 0
-	case v >= math.MaxUint32:
-		return math.MaxUint32
-	}
-	return uint32(v)
 }

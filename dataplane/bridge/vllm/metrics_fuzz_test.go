@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
 )
 
 // The expositions in testdata/metrics are /metrics as the engines write it
@@ -109,7 +111,7 @@ func FuzzParseMetrics(f *testing.F) {
 				}
 			}
 		}
-		if l := Loads(withSample, int(rank)+1, 1000)[rank]; l.Waiting != count(value) {
+		if l := Loads(withSample, int(rank)+1, 1000)[rank]; l.Waiting != bridgeutil.Count(value) {
 			t.Fatalf("%v waiting reported as %d", value, l.Waiting)
 		}
 	})

@@ -1,12 +1,11 @@
 package vllm
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
+
+	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
 )
 
 // An engine streams a completion as server-sent events, as vLLM's OpenAI
@@ -24,11 +23,12 @@ import (
 //
 // Other SSE fields (event:, id:, comments) are skipped. A last line the
 // stream ends in the middle of is no event (SSE dispatches an event at its
-// line end): the stream was cut there.
+// line end): the stream was cut there (bridgeutil.ReadSSE).
 
 // chunk is one streamed completion chunk (the fields the bridge reads).
 type chunk struct {
 	Choices []struct {
+		Text         string   `json:"text"`
 		TokenIDs     []uint32 `json:"token_ids"`
 		FinishReason *string  `json:"finish_reason"`
 	} `json:"choices"`
@@ -39,30 +39,15 @@ type chunk struct {
 			CachedTokens uint32 `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
+	// SystemFingerprint and Timings are not vLLM's: llama.cpp's server
+	// sends them ("b6000-80fb11a", its prompt and generation timings),
+	// which tells a llama.cpp server behind the vllm driver apart.
+	SystemFingerprint string          `json:"system_fingerprint"`
+	Timings           json.RawMessage `json:"timings"`
 	// Error is vLLM's error event, in place of a chunk.
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
-}
-
-// maxSSELine bounds one line of the stream, a chunk's JSON: a longer one
-// ends the stream with bufio.ErrTooLong rather than growing the buffer.
-const maxSSELine = 16 << 20
-
-// maxEngineMessage bounds the part of an engine's error message passed
-// on to the router, as for an HTTP error: an ERROR frame holds at most
-// 64 KiB of message, and one that does not fit is not sent at all.
-const maxEngineMessage = 4096
-
-// engineMessage is an error event's message as the stream's error says it.
-func engineMessage(m string) string {
-	if len(m) > maxEngineMessage {
-		m = strings.ToValidUTF8(m[:maxEngineMessage], "")
-	}
-	if m == "" {
-		return "an error event without a message"
-	}
-	return m
 }
 
 // sseEnd is how an engine's stream ended.
@@ -80,44 +65,41 @@ const (
 	// sseEngineError: the engine sent an error event; the error is its
 	// message.
 	sseEngineError
+	// sseRefused: the chunk handler refused a chunk; the error is its.
+	sseRefused
 )
 
 // decodeSSE reads an engine's completion stream, handing each chunk to fn
 // in order, until [DONE] (sseDone, nil error) or the first thing that
-// stops it (the error says why).
-func decodeSSE(r io.Reader, fn func(*chunk)) (sseEnd, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxSSELine)
-	unended := false // the line just scanned ran into EOF without its line end
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		n, line, err := bufio.ScanLines(data, atEOF)
-		unended = atEOF && line != nil && bytes.IndexByte(data, '\n') < 0
-		return n, line, err
-	})
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("data:")) {
-			continue
-		}
-		data := bytes.TrimSpace(line[5:])
+// stops it (the error says why), fn's error included.
+func decodeSSE(r io.Reader, fn func(*chunk) error) (sseEnd, error) {
+	end, err := sseCut, error(nil)
+	rerr := bridgeutil.ReadSSE(r, func(data []byte, cut bool) bool {
 		if string(data) == "[DONE]" { // taken even without its line end: nothing can follow it
-			return sseDone, nil
+			end = sseDone
+			return false
 		}
-		if unended {
-			break // half a chunk: the engine stopped mid-event
+		if cut {
+			err = io.ErrUnexpectedEOF // half a chunk: the engine stopped mid-event
+			return false
 		}
 		var c chunk
-		if err := json.Unmarshal(data, &c); err != nil {
-			return sseMalformed, err
+		if err = json.Unmarshal(data, &c); err != nil {
+			end = sseMalformed
+			return false
 		}
 		if c.Error != nil {
-			return sseEngineError, errors.New(engineMessage(c.Error.Message))
+			end, err = sseEngineError, errors.New(bridgeutil.EngineMessage(c.Error.Message))
+			return false
 		}
-		fn(&c)
+		if err = fn(&c); err != nil {
+			end = sseRefused
+			return false
+		}
+		return true
+	})
+	if end == sseCut && err == nil {
+		err = rerr
 	}
-	err := sc.Err()
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	return sseCut, err
+	return end, err
 }

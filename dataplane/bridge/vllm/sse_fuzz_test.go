@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
 )
 
 // sseStreams are completion streams as vLLM's OpenAI server writes them
@@ -77,7 +79,7 @@ type sseRun struct {
 
 func runSSE(tb testing.TB, r io.Reader) sseRun {
 	var out sseRun
-	end, err := decodeSSE(r, func(c *chunk) {
+	end, err := decodeSSE(r, func(c *chunk) error {
 		if c.Error != nil {
 			tb.Fatalf("error event %q handed over as a chunk", c.Error.Message)
 		}
@@ -89,6 +91,7 @@ func runSSE(tb testing.TB, r io.Reader) sseRun {
 		for _, ch := range c.Choices {
 			out.tokens += len(ch.TokenIDs)
 		}
+		return nil
 	})
 	out.end = end
 	if err != nil {
@@ -156,7 +159,7 @@ func FuzzDecodeSSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, stream []byte, piece uint16) {
 		whole := runSSE(t, bytes.NewReader(stream))
-		if (whole.end == sseDone) == whole.failed || whole.end == sseEngineError && (whole.err == "" || len(whole.err) > maxEngineMessage) {
+		if (whole.end == sseDone) == whole.failed || whole.end == sseEngineError && (whole.err == "" || len(whole.err) > bridgeutil.MaxEngineMessage) {
 			t.Fatalf("end %d with error %q", whole.end, whole.err)
 		}
 		if whole.end == sseDone && !bytes.Contains(stream, []byte("[DONE]")) {
@@ -188,7 +191,7 @@ func TestEngineMessageBounded(t *testing.T) {
 		msg  string
 		want int
 	}{
-		{strings.Repeat("é", 40000), maxEngineMessage},
+		{strings.Repeat("é", 40000), bridgeutil.MaxEngineMessage},
 		{"", len("an error event without a message")},
 	} {
 		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": c.msg, "type": "InternalServerError", "param": nil, "code": 500}})

@@ -1,0 +1,56 @@
+package bridgeutil
+
+import (
+	"context"
+	"sync"
+
+	"github.com/kvgate/kvgate/wire/serve"
+)
+
+// Requests is an adapter's table of running requests: the cancel function
+// of each request's HTTP call, by the router's key, so CANCEL and Shutdown
+// reach it. Its own mutex guards it; the zero value is ready.
+type Requests struct {
+	mu   sync.Mutex
+	reqs map[serve.Key]context.CancelFunc
+}
+
+// Start records a request and returns the context its HTTP call runs
+// under; Cancel(k) or Done(k) ends it.
+func (r *Requests) Start(k serve.Key) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.mu.Lock()
+	if r.reqs == nil {
+		r.reqs = map[serve.Key]context.CancelFunc{}
+	}
+	r.reqs[k] = cancel
+	r.mu.Unlock()
+	return ctx
+}
+
+// Cancel aborts k's HTTP call; the request stays in the table until Done.
+func (r *Requests) Cancel(k serve.Key) {
+	r.mu.Lock()
+	cancel := r.reqs[k]
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Done releases k's context and forgets it.
+func (r *Requests) Done(k serve.Key) {
+	r.mu.Lock()
+	if cancel := r.reqs[k]; cancel != nil {
+		cancel()
+	}
+	delete(r.reqs, k)
+	r.mu.Unlock()
+}
+
+// Idle reports whether no request is running.
+func (r *Requests) Idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reqs) == 0
+}
