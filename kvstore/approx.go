@@ -66,8 +66,14 @@ func (a *approxLRU) compact() {
 // blocks like GPU blocks but reports them apart (Match.Approx). Blocks live
 // for Options.ApproxTTL after their last use and at most ApproxMaxBlocks per
 // slot, least recently used leaving first. Slots that have received precise
-// events ignore it: their events are the truth.
+// events ignore it: their events are the truth. For those it returns at
+// once, without taking the lock (see Precise), so a router may call it on
+// every decision; otherwise it does not allocate once the slot's queue has
+// grown to its working size.
 func (ix *Index) RecordApprox(slot Slot, hashes []uint64) error {
+	if ix.Precise(slot) {
+		return nil
+	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := ix.checkSlot(slot); err != nil {

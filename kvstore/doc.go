@@ -26,6 +26,12 @@
 //     by its own size (one event batch, at most wire's MaxEvents blocks; one
 //     shard's sweep; one shard's growth), never by a whole-index scan.
 //
+// Beside the lock, one bit per slot (Index.precise, atomics written under
+// Index.mu) says whether the slot has had KV events, so that RecordApprox
+// returns for such a slot without locking: a router records approximate
+// entries on every decision, and for engines that publish events that must
+// cost nothing.
+//
 // There is no other lock, so there is no lock order to respect inside the
 // package, and while it holds Index.mu the index calls no code of its
 // caller's but Options.Now.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,7 +119,7 @@ type slotState struct {
 	engine   string
 	rank     int
 	inUse    bool
-	precise  bool // has received KV events: approximate entries are off
+	precise  bool // has received KV events: approximate entries are off (mirrored in Index.precise)
 	capacity [NumTiers]uint64
 	gen      [numTiers]uint8
 	passGen  [numTiers]uint8 // gen when the current sweep pass started
@@ -142,6 +143,11 @@ type Index struct {
 	stats    counters
 	sink     uint64 // prefetchRuns results, never read
 	matchers sync.Pool
+	// precise mirrors slotState.precise, one bit per slot, so that
+	// RecordApprox returns without the lock for a slot that has had KV
+	// events (the common case on a router's shared index). Written under
+	// mu, read with or without it.
+	precise [(MaxSlots + 63) / 64]atomic.Uint64
 }
 
 type counters struct {
@@ -193,6 +199,7 @@ func (ix *Index) AddEngine(cfg EngineConfig) ([]Slot, error) {
 		// freed), so entries of its previous engine stay invalid.
 		*st = slotState{engine: cfg.ID, rank: r, inUse: true, capacity: cfg.Capacity,
 			gen: st.gen, passGen: st.passGen, safeGen: st.safeGen, entries: st.entries}
+		ix.setPrecise(s, false)
 		slots[r] = s
 	}
 	ix.engines[cfg.ID] = slots
@@ -215,6 +222,7 @@ func (ix *Index) RemoveEngine(id string) error {
 		st := &ix.slots[s]
 		st.inUse, st.engine = false, ""
 		st.approx = approxLRU{}
+		ix.setPrecise(s, false)
 		ix.free = append(ix.free, s)
 	}
 	delete(ix.engines, id)
@@ -236,17 +244,26 @@ func (ix *Index) Apply(slot Slot, events []Event) error {
 	return ix.applyLocked(slot, events)
 }
 
-// Replace makes the slot's precise contents exactly the STORED events given
-// (a snapshot), atomically.
+// Replace makes the slot's contents exactly the STORED events given (a
+// snapshot, or none when the engine is lost), atomically. Approximate
+// entries go too: they guessed at a cache the snapshot now describes, or
+// that is gone. A non-empty snapshot makes the slot precise, as events do;
+// an empty one leaves it as if it had never had events, since it says
+// nothing of whether the engine publishes them (an engine without KV
+// events answers a snapshot request with nothing), so routing may record
+// approximate entries for it again until its first event.
 func (ix *Index) Replace(slot Slot, stored []Event) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := ix.checkSlot(slot); err != nil {
 		return err
 	}
-	for t := range Tier(NumTiers) {
+	for t := range Tier(numTiers) {
 		ix.clearTier(slot, t)
 	}
+	st := &ix.slots[slot]
+	st.approx, st.precise = approxLRU{}, false
+	ix.setPrecise(slot, false)
 	return ix.applyLocked(slot, stored)
 }
 
@@ -267,10 +284,13 @@ func (ix *Index) applyLocked(slot Slot, events []Event) error {
 		}
 	}
 	st := &ix.slots[slot]
-	if !st.precise {
-		// Precise events replace what the router guessed.
+	if !st.precise && len(events) > 0 {
+		// Precise events replace what the router guessed, at once.
 		st.precise = true
-		ix.clearTier(slot, TierApprox)
+		ix.setPrecise(slot, true)
+		if st.blocks[TierApprox] > 0 {
+			ix.clearTier(slot, TierApprox)
+		}
 		st.approx = approxLRU{}
 	}
 	for i := range events {
@@ -305,6 +325,24 @@ func (ix *Index) applyLocked(slot Slot, events []Event) error {
 		}
 	}
 	return nil
+}
+
+// setPrecise records, under mu, whether slot has had KV events.
+func (ix *Index) setPrecise(slot Slot, on bool) {
+	w, bit := &ix.precise[slot/64], uint64(1)<<(slot%64)
+	if on {
+		w.Or(bit)
+	} else {
+		w.And(^bit)
+	}
+}
+
+// Precise reports whether slot has had KV events (Apply, or a non-empty
+// Replace) since it was registered or last emptied by Replace: routing
+// then trusts its events and records no approximate entries for it. It
+// takes no lock.
+func (ix *Index) Precise(slot Slot) bool {
+	return int(slot) < MaxSlots && ix.precise[slot/64].Load()&(1<<(slot%64)) != 0
 }
 
 // keepOnGrow says whether a growing shard copies e: stale entries are dropped

@@ -7,6 +7,9 @@ type EngineStats struct {
 	Slot   Slot
 	// Blocks are the blocks held per tier, TierApprox last.
 	Blocks [numTiers]uint64
+	// Precise says the slot has had KV events: it holds no approximate
+	// entries (Index.Precise).
+	Precise bool
 	// Entries are the table entries of the slot (one per block, whatever its
 	// tiers), including stale ones not yet swept.
 	Entries uint64
@@ -43,7 +46,7 @@ func (ix *Index) Stats() Stats {
 		if !st.inUse {
 			continue
 		}
-		es := EngineStats{Engine: st.engine, Rank: st.rank, Slot: Slot(i), Blocks: st.blocks, Entries: st.entries}
+		es := EngineStats{Engine: st.engine, Rank: st.rank, Slot: Slot(i), Blocks: st.blocks, Precise: st.precise, Entries: st.entries}
 		if s.Entries > 0 {
 			es.Bytes = uint64(float64(s.Bytes) * float64(st.entries) / float64(s.Entries))
 		}
