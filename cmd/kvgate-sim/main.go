@@ -89,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	loras := fs.String("lora", "", "LoRA adapters as id=name,id=name")
 	secretFile := fs.String("secret-file", "", "file holding the shared secret routers must prove (also $KVGATE_SECRET)")
 	fs.DurationVar(&cfg.LoadInterval, "load-interval", cfg.LoadInterval, "period of LOAD reports (0: on request only)")
+	kvEvents := fs.Bool("kv-events", true, "publish KV events and answer snapshot requests (false: routers see nothing of the cache)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long SIGTERM lets running requests finish")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.Usage = func() {
@@ -98,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", 0, err
 	}
+	cfg.NoKVEvents = !*kvEvents
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return cfg, "", 0, fmt.Errorf("--log-level: %w", err)

@@ -16,19 +16,28 @@ type Decision struct {
 	Match kvstore.Match
 	// PredictedCached is Match in tokens.
 	PredictedCached int
-	prompt          int
-	tag             uint64 // PendingPrefill's tag of the reservation; guarded by r.mu
-	generated       int64  // guarded by r.mu
-	r               *Router
-	first, done     atomic.Bool
+	// guessed is the part of PredictedCached that is approximate entries of
+	// the shared index (kv, for an engine that has sent no KV event): the
+	// cost weighs them at ApproxBlockCost, but the reservation counts them
+	// as prefill, the work the engine has if the guess is wrong, until its
+	// LOAD report says otherwise.
+	guessed     int
+	prompt      int
+	tag         uint64 // PendingPrefill's tag of the reservation; guarded by r.mu
+	generated   int64  // guarded by r.mu
+	r           *Router
+	first, done atomic.Bool
 }
+
+// prefill is the prompt tokens the decision reserves as prefill.
+func (d *Decision) prefill() int64 { return int64(d.prompt - d.PredictedCached + d.guessed) }
 
 // FirstToken moves the request's reservation from prefill to decode.
 func (d *Decision) FirstToken() {
 	if d.first.Swap(true) || d.done.Load() {
 		return
 	}
-	prefill := int64(d.prompt - d.PredictedCached)
+	prefill := d.prefill()
 	d.r.mu.Lock()
 	l := d.r.loadOf(d.Engine)
 	l.PrefillTokens -= prefill
@@ -61,7 +70,7 @@ func (d *Decision) Done() {
 	if d.first.Load() {
 		delta.DecodeTokens = -(int64(d.prompt) + d.generated)
 	} else {
-		delta.PrefillTokens = -int64(d.prompt - d.PredictedCached)
+		delta.PrefillTokens = -d.prefill()
 		l.pend.Started(d.tag)
 	}
 	l.PrefillTokens += delta.PrefillTokens

@@ -68,14 +68,19 @@ func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
 	return &Decision{Engine: best}
 }
 
-// byCost is the kv (and approx-prefix) policy: the least estimated time to
-// first token, near-ties broken at random so replicas do not herd. The
-// prompt is hashed once per hash scheme and matched against all candidates
-// of that scheme in one index call.
+// byCost is the kv (and approx-prefix, dynamo) policy: the least estimated
+// time to first token, near-ties broken at random so replicas do not herd
+// (Weights.PickNearTie). The prompt is hashed once per hash scheme and
+// matched against all candidates of that scheme in one index call. Under
+// kv, an engine that has sent no KV event yet is known only by what it was
+// sent: the prompt's blocks are recorded for the chosen engine as
+// approximate entries of the shared index, matched at ApproxBlockCost,
+// bounded by the index's TTL and the engine's capacity, and dropped the
+// moment the engine's first event arrives (kvstore.Index.RecordApprox,
+// which costs one atomic load for an engine that has sent events).
 func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Decision, error) {
 	groups := s.group(cands, req.Model)
-	s.all = s.all[:0]
-	best := math.Inf(1)
+	s.all, s.costs = s.all[:0], s.costs[:0]
 	for gi := range groups {
 		g := &groups[gi]
 		keys := req.Keys
@@ -92,23 +97,23 @@ func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Deci
 			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
 				MaxBatched: maxBatched, CapacityTokens: capacity}
 			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
-			s.all = append(s.all, scored{e, cost, matches[i], bs, g.hs})
-			best = min(best, cost)
+			s.all = append(s.all, scored{e, matches[i], bs, g.hs})
+			s.costs = append(s.costs, cost)
 		}
 	}
 	if len(s.all) == 0 {
 		return nil, ErrNoEngine
 	}
-	s.near = s.near[:0]
-	for _, c := range s.all {
-		if c.cost <= best*(1+r.w.TieFraction) {
-			s.near = append(s.near, c)
-		}
-	}
-	pick := s.near[rand.IntN(len(s.near))]
+	pick := s.all[r.w.PickNearTie(s.costs)]
 	d := &Decision{Engine: pick.e, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
-	if r.approx != nil {
+	switch {
+	case r.approx != nil:
 		r.recordApprox(pick.e, pick.hashes)
+	case r.policy == PolicyKV:
+		d.guessed = pick.bs * int(pick.match.Approx)
+		if slot, ok := pick.e.Slot(); ok {
+			_ = r.pool.Index().RecordApprox(slot, pick.hashes)
+		}
 	}
 	return d, nil
 }

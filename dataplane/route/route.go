@@ -98,7 +98,7 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 		return nil, err
 	}
 	d.r, d.prompt = r, len(req.Tokens)
-	prefill := int64(len(req.Tokens) - d.PredictedCached)
+	prefill := d.prefill()
 	_, seq, at := d.Engine.LoadReport()
 	peers := r.PeerLoad(d.Engine)
 	r.mu.Lock()

@@ -15,7 +15,8 @@ type scratch struct {
 	cands, room []*engine.Engine
 	groups      []group // the first nGroups are this decision's
 	nGroups     int
-	all, near   []scored
+	all         []scored
+	costs       []float64 // costs[i] is all[i]'s
 	slots       []kvstore.Slot
 	out         []kvstore.Match
 }
@@ -36,10 +37,10 @@ type group struct {
 	hs []uint64
 }
 
-// scored is a candidate with its estimated cost.
+// scored is a candidate with what its choice needs (its cost is apart, in
+// scratch.costs, for Weights.PickNearTie).
 type scored struct {
 	e      *engine.Engine
-	cost   float64
 	match  kvstore.Match
 	bs     int
 	hashes []uint64

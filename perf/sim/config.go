@@ -24,6 +24,10 @@ type Config struct {
 	Speed float64
 	// LoadInterval is the period of LOAD reports (0: only on request).
 	LoadInterval time.Duration
+	// NoKVEvents makes the engine publish no KV events and answer no
+	// snapshot requests (it does not claim FeatureSnapshot), like an
+	// engine whose cache routers cannot see.
+	NoKVEvents bool
 	// Secret enables challenge-response authentication of routers.
 	Secret []byte
 	// DrainTimeout bounds how long Shutdown lets running requests finish.

@@ -81,7 +81,7 @@ func (rk *rank) run(ctx context.Context) {
 		}
 		// Events before tokens: a router that sees a request finish has
 		// already been told which blocks it left in the cache.
-		if len(res.Events) > 0 {
+		if len(res.Events) > 0 && !rk.srv.cfg.NoKVEvents {
 			rk.mu.Lock()
 			rk.seq++
 			seq := rk.seq

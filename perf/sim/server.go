@@ -93,6 +93,9 @@ func (s *Server) handshake() wire.Handshake {
 		DPRanks: uint16(s.cfg.DPRanks), Models: []string{rc.Model}, LoRAs: s.cfg.LoRAs,
 		Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: uint64(rc.GPUBlocks)}},
 	}
+	if s.cfg.NoKVEvents {
+		h.Features &^= wire.FeatureSnapshot
+	}
 	if rc.CPUBlocks > 0 {
 		h.Tiers = append(h.Tiers, wire.TierCapacity{Tier: wire.TierCPU, Blocks: uint64(rc.CPUBlocks)})
 	}
