@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -33,13 +32,14 @@ const BlockSize = 16
 
 // Engine is one HTTP engine.
 type Engine struct {
-	URL     string
-	Host    string // host:port to dial
-	slot    kvstore.Slot
-	models  atomic.Pointer[[]string]
-	healthy atomic.Bool
-	prefill atomic.Int64 // uncached prompt tokens sent and not finished
-	cut     [numCutReasons]atomic.Uint64
+	URL      string
+	Host     string // host:port to dial
+	slot     kvstore.Slot
+	models   atomic.Pointer[[]string]
+	healthy  atomic.Bool
+	prefill  atomic.Int64 // uncached prompt tokens sent and not finished
+	inflight atomic.Int64 // requests sent and not finished
+	cut      [numCutReasons]atomic.Uint64
 }
 
 // Healthy reports whether the engine answered its last poll.
@@ -47,6 +47,9 @@ func (e *Engine) Healthy() bool { return e.healthy.Load() }
 
 // InflightPrefill is the uncached prompt tokens sent and not finished.
 func (e *Engine) InflightPrefill() int64 { return e.prefill.Load() }
+
+// InflightRequests is the requests sent and not finished.
+func (e *Engine) InflightRequests() int64 { return e.inflight.Load() }
 
 // Models returns the models the engine listed.
 func (e *Engine) Models() []string {
@@ -203,8 +206,9 @@ func (p *Pool) hasher(model string) (*kvstore.Hasher, error) {
 
 // pick routes a prompt: the least estimated time to first token from the
 // approximate prefix each engine holds and the prefill kvgate has in
-// flight there; the prompt's blocks are then recorded for the choice. The
-// returned function releases the request's load.
+// flight there, near-ties broken at random as on the wire path
+// (route.Weights.PickNearTie); the prompt's blocks are then recorded for
+// the choice. The returned function releases the request's load.
 func (p *Pool) pick(model string, tokens []uint32) (*Engine, func(), error) {
 	h, err := p.hasher(model)
 	if err != nil {
@@ -226,17 +230,22 @@ func (p *Pool) pick(model string, tokens []uint32) (*Engine, func(), error) {
 	}
 	matches := make([]kvstore.Match, len(cands))
 	p.index.Match(hs, slots, matches)
-	best, bestCost, bestCached := -1, math.Inf(1), 0
+	costs := make([]float64, len(cands))
 	for i, e := range cands {
 		c := route.Candidate{Match: matches[i], BlockSize: BlockSize, QueuedPrefill: float64(e.prefill.Load())}
-		if cost := p.w.Cost(route.PolicyKV, &c, len(tokens)); cost < bestCost {
-			best, bestCost, bestCached = i, cost, BlockSize*matches[i].Depth()
-		}
+		costs[i] = p.w.Cost(route.PolicyKV, &c, len(tokens))
 	}
+	best := p.w.PickNearTie(costs)
 	e := cands[best]
 	_ = p.index.RecordApprox(e.slot, hs)
-	uncached := int64(len(tokens) - bestCached)
+	uncached := int64(len(tokens) - BlockSize*matches[best].Depth())
 	e.prefill.Add(uncached)
+	e.inflight.Add(1)
 	var once sync.Once
-	return e, func() { once.Do(func() { e.prefill.Add(-uncached) }) }, nil
+	return e, func() {
+		once.Do(func() {
+			e.prefill.Add(-uncached)
+			e.inflight.Add(-1)
+		})
+	}, nil
 }
