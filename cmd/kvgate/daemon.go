@@ -65,7 +65,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	}
 	d.steer = httpPool
 	reg := prometheus.NewRegistry()
-	admin.RegisterEngines(reg, d.pool, router)
+	admin.RegisterEngines(reg, d.pool, router, httpPool)
 	if d.ring != nil {
 		admin.RegisterRing(reg, d.ring)
 	}
@@ -84,7 +84,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		return nil, fmt.Errorf("HTTP server: %w", err)
 	}
 	d.admin = admin.NewServer(reg)
-	d.admin.HandleJSON("/debug/state", func() any { return admin.Snapshot(d.pool, router, index, d.ring) })
+	d.admin.HandleJSON("/debug/state", func() any { return admin.Snapshot(d.pool, router, index, d.ring, httpPool) })
 	if err := d.admin.Listen(c.adminListen); err != nil {
 		d.close()
 		return nil, err
