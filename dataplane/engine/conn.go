@@ -6,16 +6,11 @@
 package engine
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cloudwego/netpoll"
 
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/wire"
@@ -33,7 +28,11 @@ const (
 )
 
 func (s State) String() string {
-	return [...]string{"connecting", "ready", "draining", "down"}[s]
+	names := [...]string{"connecting", "ready", "draining", "down"}
+	if int(s) < 0 || int(s) >= len(names) {
+		return fmt.Sprintf("state(%d)", int32(s))
+	}
+	return names[s]
 }
 
 // Engine is one engine as the router sees it, safe for concurrent use.
@@ -131,7 +130,6 @@ func (e *Engine) OpenStreams() int {
 	return len(e.streams)
 }
 
-// Serves reports whether the engine serves model.
 // Serves reports whether the engine serves model: one of its models, or
 // one of its LoRA adapters by name (as vLLM exposes adapters).
 func (e *Engine) Serves(model string) bool {
@@ -154,181 +152,6 @@ func (e *Engine) Resolve(model string) (base string, lora uint32, ok bool) {
 		}
 	}
 	return "", 0, false
-}
-
-// run keeps the engine connected until ctx ends.
-func (e *Engine) run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		e.state.Store(int32(StateConnecting))
-		err := e.session(ctx)
-		e.state.Store(int32(StateDown))
-		e.failStreams(err)
-		e.purge()
-		if ctx.Err() != nil {
-			return
-		}
-		e.log.Warn("engine connection lost", "engine", e.Addr, "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff/2)+1))):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-// session connects once and serves the connection until it fails.
-func (e *Engine) session(ctx context.Context) error {
-	nc, err := netpoll.DialConnection("tcp", e.Addr, e.pool.cfg.DialTimeout)
-	if err != nil {
-		return fmt.Errorf("dialing: %w", err)
-	}
-	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
-	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
-		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: wire.FeatureS2 | wire.FeatureZstd},
-		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
-	cancel()
-	if err != nil {
-		nc.Close()
-		return err
-	}
-	defer c.Close()
-	if err := e.adopt(c); err != nil {
-		_ = c.SendError(0, wire.CodeHashScheme, err.Error())
-		return err
-	}
-	info := &e.profile().info
-	if info.Features&wire.FeatureSnapshot != 0 {
-		if err := c.Send(0, &wire.SnapshotRequest{SnapshotID: 1}); err != nil {
-			return err
-		}
-	}
-	e.state.Store(int32(StateReady))
-	e.log.Info("engine connected", "engine", e.Addr, "id", info.ID, "models", info.Models,
-		"block_size", info.BlockSize, "dp_ranks", info.DPRanks)
-	stop := make(chan struct{})
-	defer close(stop)
-	go e.keepAlive(c, stop)
-	return e.readLoop(ctx, c)
-}
-
-// adopt records a new connection's handshake and registers its ranks in the
-// index (again after a reconnect: the snapshot replaces what it held).
-func (e *Engine) adopt(c *wire.Conn) error {
-	h, err := e.pool.hasher(kvstore.HashConfig{BlockSize: int(c.Peer.BlockSize), Seed: c.Peer.HashSeed, Model: firstModel(c.Peer.Models)})
-	if err != nil {
-		return err
-	}
-	ranks := max(int(c.Peer.DPRanks), 1)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.conn = c
-	e.streams = make(map[uint32]*Stream)
-	e.lastSeq = make([]uint64, ranks)
-	e.snapshots = make(map[uint16][]kvstore.Event)
-	slots := e.profile().slots
-	if len(slots) != ranks {
-		if len(slots) > 0 {
-			_ = e.pool.index.RemoveEngine(e.Addr)
-		}
-		var caps [kvstore.NumTiers]uint64
-		for t := range kvstore.NumTiers {
-			caps[t] = c.Peer.Capacity(wire.Tier(t))
-		}
-		if slots, err = e.pool.index.AddEngine(kvstore.EngineConfig{ID: e.Addr, Ranks: ranks, Capacity: caps}); err != nil {
-			return err
-		}
-	}
-	e.prof.Store(&profile{info: c.Peer, hasher: h, slots: slots})
-	return nil
-}
-
-func firstModel(ms []string) string {
-	if len(ms) == 0 {
-		return ""
-	}
-	return ms[0]
-}
-
-func (e *Engine) keepAlive(c *wire.Conn, stop <-chan struct{}) {
-	t := time.NewTicker(e.pool.cfg.PingInterval)
-	defer t.Stop()
-	for n := uint64(1); ; n++ {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			if err := c.Send(0, &wire.Ping{Data: n}); err != nil {
-				return
-			}
-			_ = c.NetConn.SetReadDeadline(time.Now().Add(3 * e.pool.cfg.PingInterval))
-		}
-	}
-}
-
-// readLoop dispatches frames until the connection fails.
-func (e *Engine) readLoop(ctx context.Context, c *wire.Conn) error {
-	lim := &e.pool.cfg.Limits
-	var tok wire.TokensMsg
-	var evs wire.KVEvents
-	for ctx.Err() == nil {
-		f, err := c.ReadFrame()
-		if err != nil {
-			return err
-		}
-		switch f.Type {
-		case wire.TypeTokens:
-			if err := wire.DecodeFrame(f, &tok, lim); err != nil {
-				return err
-			}
-			e.deliverTokens(f.Stream, &tok)
-		case wire.TypeError:
-			var m wire.Error
-			if err := wire.DecodeFrame(f, &m, lim); err != nil {
-				return err
-			}
-			if f.Stream == 0 {
-				return m.AsError(0)
-			}
-			e.endStream(f.Stream, m.AsError(f.Stream))
-		case wire.TypeKVEvents:
-			if err := wire.DecodeFrame(f, &evs, lim); err != nil {
-				return err
-			}
-			e.applyEvents(&evs)
-		case wire.TypeSnapshot:
-			var m wire.Snapshot
-			if err := wire.DecodeFrame(f, &m, lim); err != nil {
-				return err
-			}
-			e.applySnapshot(&m)
-		case wire.TypeLoad:
-			var m wire.Load
-			if err := wire.DecodeFrame(f, &m, lim); err != nil {
-				return err
-			}
-			r := &loadReport{m: m, seq: 1, at: time.Now()}
-			if old := e.load.Load(); old != nil {
-				r.seq = old.seq + 1
-			}
-			e.load.Store(r)
-		case wire.TypePing:
-			var p wire.Ping
-			if err := wire.DecodeFrame(f, &p, lim); err != nil {
-				return err
-			}
-			_ = c.Send(0, &wire.Pong{Data: p.Data})
-		case wire.TypePong:
-			_ = c.NetConn.SetReadDeadline(time.Time{})
-		case wire.TypeGoaway:
-			e.state.Store(int32(StateDraining))
-			e.log.Info("engine draining (GOAWAY)", "engine", e.Addr)
-		default:
-			return fmt.Errorf("%s from an engine: %w", f.Type, wire.ErrUnexpectedFrame)
-		}
-	}
-	return ctx.Err()
 }
 
 // purge forgets what a lost engine held ("engine gone"): its cache may be
@@ -393,6 +216,3 @@ func convertEvents(evs []wire.Event) []kvstore.Event {
 	}
 	return out
 }
-
-// ErrEngineDown is returned to streams whose engine connection failed.
-var ErrEngineDown = errors.New("engine: connection lost")

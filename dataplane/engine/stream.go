@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 
@@ -69,9 +68,6 @@ func (s *Stream) push(ev Event) {
 	default:
 	}
 }
-
-// ErrNotReady is returned when the engine takes no new requests.
-var ErrNotReady = errors.New("engine: not ready")
 
 // Generate sends a GENERATE and returns its stream.
 func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {

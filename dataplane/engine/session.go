@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// run keeps the engine connected until ctx ends.
+func (e *Engine) run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		e.state.Store(int32(StateConnecting))
+		err := e.session(ctx)
+		e.state.Store(int32(StateDown))
+		e.failStreams(err)
+		e.purge()
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Warn("engine connection lost", "engine", e.Addr, "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff/2)+1))):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// session connects once and serves the connection until it fails.
+func (e *Engine) session(ctx context.Context) error {
+	nc, err := netpoll.DialConnection("tcp", e.Addr, e.pool.cfg.DialTimeout)
+	if err != nil {
+		return fmt.Errorf("dialing: %w", err)
+	}
+	// wire.Client honours only its context's deadline; closing the socket
+	// when the pool closes (or the deadline passes) ends a handshake that
+	// an engine holds open.
+	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
+	closeOnDone := context.AfterFunc(hctx, func() { _ = nc.Close() })
+	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
+		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: wire.FeatureS2 | wire.FeatureZstd},
+		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
+	if !closeOnDone() && err == nil {
+		err = fmt.Errorf("handshake: %w", hctx.Err()) // the socket was closed under it
+	}
+	cancel()
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	defer c.Close()
+	if err := e.adopt(c); err != nil {
+		_ = c.SendError(0, wire.CodeHashScheme, err.Error())
+		return err
+	}
+	info := &e.profile().info
+	if info.Features&wire.FeatureSnapshot != 0 {
+		if err := c.Send(0, &wire.SnapshotRequest{SnapshotID: 1}); err != nil {
+			return err
+		}
+	}
+	e.state.Store(int32(StateReady))
+	e.log.Info("engine connected", "engine", e.Addr, "id", info.ID, "models", info.Models,
+		"block_size", info.BlockSize, "dp_ranks", info.DPRanks)
+	stop, silent := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	var heard atomic.Uint64
+	go e.keepAlive(c, stop, &heard, silent)
+	err = e.readLoop(ctx, c, &heard)
+	select {
+	case <-silent:
+		return fmt.Errorf("%w (%v)", ErrSilent, err)
+	default:
+	}
+	if violation(err) {
+		// PROTOCOL.md section 8: say why before closing, so the engine can
+		// log it.
+		_ = c.SendError(0, wire.CodeOf(err), err.Error())
+	}
+	return err
+}
+
+// violation reports whether err is the engine breaking the protocol (as
+// opposed to the connection failing or the engine sending ERROR).
+func violation(err error) bool {
+	for _, v := range []error{wire.ErrFrameTooLarge, wire.ErrTruncated, wire.ErrTrailingBytes, wire.ErrUnknownType,
+		wire.ErrBadHeader, wire.ErrBadValue, wire.ErrLimit, wire.ErrDecompress, wire.ErrUnexpectedFrame} {
+		if errors.Is(err, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// adopt records a new connection's handshake and registers its ranks in the
+// index (again after a reconnect: the snapshot replaces what it held).
+func (e *Engine) adopt(c *wire.Conn) error {
+	h, err := e.pool.hasher(kvstore.HashConfig{BlockSize: int(c.Peer.BlockSize), Seed: c.Peer.HashSeed, Model: firstModel(c.Peer.Models)})
+	if err != nil {
+		return err
+	}
+	ranks := max(int(c.Peer.DPRanks), 1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.conn = c
+	e.streams = make(map[uint32]*Stream)
+	e.lastSeq = make([]uint64, ranks)
+	e.snapshots = make(map[uint16][]kvstore.Event)
+	slots := e.profile().slots
+	if len(slots) != ranks {
+		if len(slots) > 0 {
+			_ = e.pool.index.RemoveEngine(e.Addr)
+		}
+		var caps [kvstore.NumTiers]uint64
+		for t := range kvstore.NumTiers {
+			caps[t] = c.Peer.Capacity(wire.Tier(t))
+		}
+		if slots, err = e.pool.index.AddEngine(kvstore.EngineConfig{ID: e.Addr, Ranks: ranks, Capacity: caps}); err != nil {
+			return err
+		}
+	}
+	e.prof.Store(&profile{info: c.Peer, hasher: h, slots: slots})
+	return nil
+}
+
+func firstModel(ms []string) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	return ms[0]
+}
+
+// silentPings is how many PING intervals may pass without a frame from
+// the engine (a healthy one answers every PING) before it is dropped.
+const silentPings = 3
+
+// keepAlive PINGs the engine every PingInterval and closes the connection
+// when nothing at all arrived (heard did not move) for silentPings
+// intervals, closing silent first. It never touches the read deadline: the
+// read loop owns the connection's reads.
+func (e *Engine) keepAlive(c *wire.Conn, stop <-chan struct{}, heard *atomic.Uint64, silent chan<- struct{}) {
+	t := time.NewTicker(e.pool.cfg.PingInterval)
+	defer t.Stop()
+	last, quiet := heard.Load(), 0
+	for n := uint64(1); ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if h := heard.Load(); h != last {
+			last, quiet = h, 0
+		} else if quiet++; quiet >= silentPings {
+			close(silent)
+			_ = c.Close() // the read loop returns
+			return
+		}
+		if err := c.Send(0, &wire.Ping{Data: n}); err != nil {
+			return
+		}
+	}
+}
+
+// readLoop dispatches frames until the connection fails.
+// Every frame read counts in heard, for keepAlive.
+func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint64) error {
+	lim := &e.pool.cfg.Limits
+	var tok wire.TokensMsg
+	var evs wire.KVEvents
+	for ctx.Err() == nil {
+		f, err := c.ReadFrame()
+		if err != nil {
+			return err
+		}
+		heard.Add(1)
+		if f.Stream != 0 && controlFrame(f.Type) {
+			return fmt.Errorf("%s on stream %d: %w", f.Type, f.Stream, wire.ErrUnexpectedFrame)
+		}
+		switch f.Type {
+		case wire.TypeTokens:
+			if err := wire.DecodeFrame(f, &tok, lim); err != nil {
+				return err
+			}
+			e.deliverTokens(f.Stream, &tok)
+		case wire.TypeError:
+			var m wire.Error
+			if err := wire.DecodeFrame(f, &m, lim); err != nil {
+				return err
+			}
+			if f.Stream == 0 {
+				return m.AsError(0)
+			}
+			e.endStream(f.Stream, m.AsError(f.Stream))
+		case wire.TypeKVEvents:
+			if err := wire.DecodeFrame(f, &evs, lim); err != nil {
+				return err
+			}
+			e.applyEvents(&evs)
+		case wire.TypeSnapshot:
+			var m wire.Snapshot
+			if err := wire.DecodeFrame(f, &m, lim); err != nil {
+				return err
+			}
+			e.applySnapshot(&m)
+		case wire.TypeLoad:
+			var m wire.Load
+			if err := wire.DecodeFrame(f, &m, lim); err != nil {
+				return err
+			}
+			r := &loadReport{m: m, seq: 1, at: time.Now()}
+			if old := e.load.Load(); old != nil {
+				r.seq = old.seq + 1
+			}
+			e.load.Store(r)
+		case wire.TypePing:
+			var p wire.Ping
+			if err := wire.DecodeFrame(f, &p, lim); err != nil {
+				return err
+			}
+			_ = c.Send(0, &wire.Pong{Data: p.Data})
+		case wire.TypePong: // counted in heard
+		case wire.TypeGoaway:
+			e.state.Store(int32(StateDraining))
+			e.log.Info("engine draining (GOAWAY)", "engine", e.Addr)
+		default:
+			return fmt.Errorf("%s from an engine: %w", f.Type, wire.ErrUnexpectedFrame)
+		}
+	}
+	return ctx.Err()
+}
+
+// controlFrame reports whether frames of type t belong on stream 0 only.
+func controlFrame(t wire.Type) bool {
+	switch t {
+	case wire.TypeKVEvents, wire.TypeSnapshot, wire.TypeLoad, wire.TypePing, wire.TypePong, wire.TypeGoaway:
+		return true
+	}
+	return false
+}
