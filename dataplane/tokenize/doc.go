@@ -7,7 +7,7 @@
 //   - byte-level BPE with the model's normaliser, pre-tokenizer splits and
 //     added (special) tokens, checked against Hugging Face's own
 //     implementation by golden vectors (testdata/);
-//   - the chat template (Jinja, rendered as vLLM renders it) and EncodeChat,
+//   - the model's chat template (Jinja) and EncodeChat,
 //     which caches the tokens of a conversation's long leading segments so
 //     later turns only tokenize what is new;
 //   - streaming detokenization that never splits a UTF-8 sequence.
