@@ -11,8 +11,15 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BINARIES  := kvgate kvgate-sim kvgate-bench kvgate-bridge
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# llama.cpp's llama-server, built for CPU from the source node-llama-cpp
+# bundles (perf/scripts/build-llama-server.sh), once per LLAMA_CACHE: the
+# real engine of the end-to-end tests (perf/llamacpp, perf/gguf).
+LLAMA_VERSION ?= 3.21.1
+LLAMA_CACHE   ?= $(HOME)/.cache/kvgate/llama.cpp-$(LLAMA_VERSION)
+LLAMA_JOBS    ?= 2
+export KVGATE_LLAMA_SERVER ?= $(abspath $(LLAMA_CACHE))/bin/llama-server
 
-.PHONY: help build run test vet race cross unit fuzz-short bench-once e2e bench fuzz lint generate clean
+.PHONY: help build run test vet race cross unit fuzz-short bench-once e2e bench fuzz lint generate clean llama-server
 
 help:
 	@echo "make run      start kvgate on its embedded default (simulated engines)"
@@ -21,6 +28,7 @@ help:
 	@echo "make fuzz     every fuzz target for LONGFUZZ=$(LONGFUZZ)"
 	@echo "make lint     go vet and staticcheck"
 	@echo "make build    binaries into bin/"
+	@echo "make llama-server  llama.cpp's server for CPU into LLAMA_CACHE=$(LLAMA_CACHE) (once)"
 
 build:
 	@mkdir -p bin
@@ -32,7 +40,14 @@ run: build
 	@echo "       curl -sN localhost:8080/v1/messages -d '{\"model\":\"Qwen/Qwen3-8B\",\"max_tokens\":16,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'"
 	./bin/kvgate --listen 127.0.0.1:8080 --sim-engines 4
 
-test: vet race cross fuzz-short bench-once e2e
+test: llama-server vet race cross fuzz-short bench-once e2e
+
+# Fetches node-llama-cpp@$(LLAMA_VERSION) with npm pack (no install scripts),
+# clones the llama.cpp git bundle inside it and builds llama-server alone:
+# Release, GGML_NATIVE=OFF, static, no web UI, no tests or examples. Skipped
+# when $(LLAMA_CACHE)/bin/llama-server exists.
+llama-server:
+	@perf/scripts/build-llama-server.sh $(LLAMA_VERSION) $(LLAMA_CACHE) $(LLAMA_JOBS)
 
 vet:
 	$(GO) vet -tags $(TAGS),e2e $(PKGS)
@@ -76,8 +91,9 @@ bench-once:
 	$(GO) test -short -run '^$$' -bench . -benchtime 1x $(PKGS)
 
 # End-to-end tests start real processes on loopback; they live in packages
-# named e2e and run with the e2e build tag.
-e2e:
+# named e2e and run with the e2e build tag. Those against llama.cpp find it
+# through KVGATE_LLAMA_SERVER (exported above).
+e2e: llama-server
 	@if $(GO) list -tags e2e ./... 2>/dev/null | grep -q /e2e; then \
 	  $(GO) test -tags e2e,$(TAGS) -count=1 $$($(GO) list -tags e2e ./... | grep /e2e); \
 	else echo "e2e: no end-to-end packages yet"; fi
