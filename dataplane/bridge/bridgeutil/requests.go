@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"
 )
 
@@ -53,4 +54,15 @@ func (r *Requests) Idle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.reqs) == 0
+}
+
+// Broken ends a stream whose HTTP call broke: with a last TOKENS frame
+// saying cancelled when ctx, the request's, was cancelled (the router sent
+// CANCEL or went away), else with a stream ERROR.
+func Broken(out *serve.Server, ctx context.Context, k serve.Key, code wire.ErrorCode, msg string) {
+	if ctx.Err() != nil {
+		out.Deliver([]serve.Tokens{{Key: k, Msg: wire.TokensMsg{Flags: wire.TokLast, Finish: wire.FinishCancelled}}})
+		return
+	}
+	out.Fail(k, code, msg)
 }

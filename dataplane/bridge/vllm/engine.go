@@ -102,7 +102,7 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.Client.Do(req)
 	if err != nil {
-		e.end(ctx, k, wire.CodeStreamFailed, "engine: "+err.Error())
+		bridgeutil.Broken(e.Out, ctx, k, wire.CodeStreamFailed, "engine: "+err.Error())
 		return
 	}
 	defer resp.Body.Close()
@@ -118,22 +118,12 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 	case sseMalformed:
 		e.Out.Fail(k, wire.CodeStreamFailed, "engine sent a malformed chunk: "+err.Error())
 	case sseEngineError:
-		e.end(ctx, k, wire.CodeStreamFailed, "engine failed the stream: "+err.Error())
+		bridgeutil.Broken(e.Out, ctx, k, wire.CodeStreamFailed, "engine failed the stream: "+err.Error())
 	case sseRefused:
 		e.Out.Fail(k, wire.CodeStreamFailed, err.Error())
 	default:
-		e.end(ctx, k, wire.CodeStreamFailed, "engine stream ended without [DONE]: "+err.Error())
+		bridgeutil.Broken(e.Out, ctx, k, wire.CodeStreamFailed, "engine stream ended without [DONE]: "+err.Error())
 	}
-}
-
-// end closes a stream that broke: cancelled by the router (a last frame
-// saying so) or failed by the engine.
-func (e *Engine) end(ctx context.Context, k serve.Key, code wire.ErrorCode, msg string) {
-	if ctx.Err() != nil {
-		e.Out.Deliver([]serve.Tokens{{Key: k, Msg: wire.TokensMsg{Flags: wire.TokLast, Finish: wire.FinishCancelled}}})
-		return
-	}
-	e.Out.Fail(k, code, msg)
 }
 
 // relay turns chunks into TOKENS frames.
