@@ -39,6 +39,11 @@ func (p *Pool) Serve(ctx context.Context, w *httpx.ResponseWriter, r *httpx.Requ
 		return 0, e.URL, err
 	}
 	status, keepAlive, err := p.relay(ctx, up, client, r.Raw())
+	// The response is over: release its load before the connection can
+	// serve the client's next request, which a sequential client sends as
+	// soon as it has this response. Still counted, this request's prefill
+	// would weigh against the engine that now holds its prefix.
+	release()
 	w.Unhijack(client, keepAlive && err == nil)
 	if err != nil {
 		e.cut[cutReason(err)].Add(1)
