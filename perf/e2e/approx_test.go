@@ -15,16 +15,25 @@ import (
 // sent them: every turn of a conversation goes to the engine that had the
 // previous ones, which reports the prefix cached, and /debug/state shows
 // the engine's approximate entries apart from its (empty) precise tiers.
+// The engines send no LOAD reports (--load-interval 0): with no timing, a
+// simulated engine's report may catch a request between its arrival and
+// its instant prefill and say, for up to a report period after the
+// request ended, that its whole prompt is queued, which outweighs any
+// prefix credit and would send the next turn elsewhere by chance.
 func TestKVWithoutEvents(t *testing.T) {
 	var addrs []string
 	for _, id := range []string{"sim-a", "sim-b"} {
-		p := start(t, "kvgate-sim", "--listen", "127.0.0.1:0", "--id", id, "--model", model, "--profile", "zero", "--kv-events=false")
+		p := start(t, "kvgate-sim", "--listen", "127.0.0.1:0", "--id", id, "--model", model, "--profile", "zero",
+			"--load-interval", "0", "--kv-events=false")
 		addrs = append(addrs, p.waitLog(t, "serving")["addr"].(string))
 	}
 	_, base := startKvgate(t, "--engine", strings.Join(addrs, ","))
 	waitReady(t, base)
 	for conv := range 3 {
-		system := fmt.Sprintf("Conversation %d. %s", conv, strings.Repeat("You are a meticulous code reviewer. ", 60))
+		// Long enough that the credit for a guessed prefix (at
+		// ApproxBlockCost) outweighs the decode batch the previous turn,
+		// released just after its response was sent, may still add.
+		system := fmt.Sprintf("Conversation %d. %s", conv, strings.Repeat("You are a meticulous code reviewer. ", 200))
 		msgs := []any{map[string]any{"role": "system", "content": system}}
 		var engineID string
 		for turn := range 5 {

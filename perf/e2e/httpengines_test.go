@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // countingHTTPEngine is an OpenAI-compatible engine that answers every
@@ -64,34 +65,39 @@ func TestPassthroughSpreadsAndSticks(t *testing.T) {
 		t.Fatalf("a repeated prompt went %d times to one engine and %d to the other, want all 10 to one", da, db)
 	}
 
+	// The last response reached this client a moment before kvgate
+	// released its load: wait for the release.
 	admin := adminOf(t, base)
-	r, err := http.Get(admin + "/debug/state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	var st struct {
-		Engines []struct {
-			Addr     string   `json:"addr"`
-			Kind     string   `json:"kind"`
-			State    string   `json:"state"`
-			Models   []string `json:"models"`
-			Inflight struct{ PrefillTokens, Requests int }
-		} `json:"engines"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	if len(st.Engines) != 2 {
-		t.Fatalf("/debug/state engines %+v, want the two HTTP engines", st.Engines)
-	}
-	for i, url := range []string{a.URL, b.URL} {
-		e := st.Engines[i]
-		if e.Addr != url || e.Kind != "http" || e.State != "ready" || len(e.Models) != 1 || e.Models[0] != model ||
-			e.Inflight.PrefillTokens != 0 || e.Inflight.Requests != 0 {
-			t.Fatalf("/debug/state engine %d: %+v, want %s, http, ready, serving %s, nothing in flight", i, e, url, model)
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		r, err := http.Get(admin + "/debug/state")
+		if err != nil {
+			return err
 		}
-	}
+		defer r.Body.Close()
+		var st struct {
+			Engines []struct {
+				Addr     string   `json:"addr"`
+				Kind     string   `json:"kind"`
+				State    string   `json:"state"`
+				Models   []string `json:"models"`
+				Inflight struct{ PrefillTokens, Requests int }
+			} `json:"engines"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
+			return err
+		}
+		if len(st.Engines) != 2 {
+			return fmt.Errorf("/debug/state engines %+v, want the two HTTP engines", st.Engines)
+		}
+		for i, url := range []string{a.URL, b.URL} {
+			e := st.Engines[i]
+			if e.Addr != url || e.Kind != "http" || e.State != "ready" || len(e.Models) != 1 || e.Models[0] != model ||
+				e.Inflight.PrefillTokens != 0 || e.Inflight.Requests != 0 {
+				return fmt.Errorf("/debug/state engine %d: %+v, want %s, http, ready, serving %s, nothing in flight", i, e, url, model)
+			}
+		}
+		return nil
+	})
 	for _, url := range []string{a.URL, b.URL} {
 		waitMetric(t, admin, `kvgate_engine_ready{engine="`+url+`"}`, " 1")
 		waitMetric(t, admin, `kvgate_engine_inflight_prefill_tokens{engine="`+url+`"}`, " 0")
