@@ -53,7 +53,7 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder)
 			return out.fail(routeError(err, req))
 		}
 		status, retry, err := g.stream(req, gen, d, out)
-		d.Done()
+		d.Done() // idempotent: a finished stream released it already
 		if !retry {
 			return status
 		}
@@ -168,13 +168,18 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 			return 499, false, nil, true
 		}
 	}
+	// The engine's work ends with its last token (or the CANCEL a stop
+	// string sends): release the reservation before writing the end, so a
+	// client's next request never sees this one's load.
 	if stopped {
 		a.s.Cancel(wire.CancelClientGone)
+		a.d.Done()
 		a.usage.Prompt = uint32(len(a.req.tokens))
 		_ = a.out.finish(api.FinishStop, a.usage)
 		return 200, false, nil, true
 	}
 	if ev.Last {
+		a.d.Done()
 		a.usage.Prompt, a.usage.Completion = ev.PromptTokens, ev.CompletionTokens
 		_ = a.out.finish(finishOf(ev.Finish), a.usage)
 		return 200, false, nil, true
