@@ -1,8 +1,18 @@
-// Command kvgate-bridge puts an unmodified vLLM or SGLang engine behind
-// kvgate: it serves the wire protocol to routers and drives the engine over
-// its OpenAI-compatible HTTP API with token-id prompts, translates the
-// engine's ZMQ KV events into kvgate block hashes, and reports the engine's
-// load from its Prometheus metrics.
+// Command kvgate-bridge puts an unmodified engine behind kvgate: it serves
+// the wire protocol to routers and drives the engine over HTTP with
+// token-id prompts. --engine-kind says which engine:
+//
+//   - vllm (the default; SGLang too): its OpenAI-compatible API, its ZMQ KV
+//     events translated into kvgate block hashes, its load from its
+//     Prometheus metrics (vllm.go);
+//   - llamacpp: llama.cpp's llama-server, natively: /completion with
+//     cache_prompt and token-id streams, KV events of the bridge's own from
+//     what its requests and /slots say, load from /slots and /metrics,
+//     capacity from /props (llamacpp.go). The server is checked first
+//     (llama.cpp, --model, the tokenizer given by --tokenizer): one that
+//     differs is refused with a log line that says how, and the bridge
+//     exits 1 without ever accepting a router; one that does not answer
+//     yet is retried, without accepting routers, for --connect-timeout.
 package main
 
 import (
@@ -20,6 +30,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/wire"
@@ -28,14 +40,25 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
+// errRefused marks an engine refused at connect: not the kind, model or
+// tokenizer the flags say.
+var errRefused = errors.New("engine refused")
+
+// Engine kinds, the values of --engine-kind.
+const (
+	kindVLLM     = "vllm"
+	kindLlamaCpp = "llamacpp"
+)
+
 // config is the bridge's command line.
 type config struct {
 	listen, adminListen, engineURL, kvEvents, kvTopic, replay, model, id, metricsURL string
+	engineKind, tokenizerDir                                                         string
 	blockSize, dpRanks, maxBatched                                                   int
 	hashSeed, gpuBlocks                                                              uint64
 	loras                                                                            []vllm.LoRA
 	secret                                                                           []byte
-	metricsEvery, drain                                                              time.Duration
+	metricsEvery, slotsEvery, connectTimeout, drain                                  time.Duration
 	logLevel                                                                         slog.Level
 }
 
@@ -46,7 +69,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7100", "wire-protocol address routers connect to")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9100", "admin HTTP address: /metrics, /debug/pprof/")
-	fs.StringVar(&c.engineURL, "engine-url", "", "the engine's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000 (required)")
+	fs.StringVar(&c.engineKind, "engine-kind", kindVLLM, "the engine: vllm (vLLM or SGLang, OpenAI API and ZMQ KV events) or llamacpp (llama.cpp's llama-server, started with --metrics and --slots)")
+	fs.StringVar(&c.engineURL, "engine-url", "", "the engine's base URL, e.g. http://127.0.0.1:8000 (required)")
+	fs.StringVar(&c.tokenizerDir, "tokenizer", "", "llamacpp: directory with the tokenizer.json routers tokenize with, checked against the server's /tokenize (default: the built-in Qwen3 tokenizer)")
+	fs.DurationVar(&c.slotsEvery, "slots-interval", 250*time.Millisecond, "llamacpp: how often /slots is read for the bridge's KV events")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 5*time.Minute, "llamacpp: how long to wait for the server to answer before giving up (0: forever)")
 	fs.StringVar(&c.kvEvents, "kv-events", "", "the engine's ZMQ KV event publisher, e.g. tcp://127.0.0.1:5557 (vLLM --kv-events-config endpoint)")
 	fs.StringVar(&c.kvTopic, "kv-topic", "", "ZMQ topic prefix of the KV events")
 	fs.StringVar(&c.replay, "replay", "", "the engine's ZMQ replay socket, e.g. tcp://127.0.0.1:5558 (recovers missed batches)")
@@ -81,6 +108,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.engineURL == "" || c.model == "" {
 		return nil, errors.New("--engine-url and --model are required")
 	}
+	if err := c.checkKind(fs); err != nil {
+		return nil, err
+	}
 	c.engineURL = strings.TrimSuffix(c.engineURL, "/")
 	if c.metricsURL == "" {
 		c.metricsURL = c.engineURL + "/metrics"
@@ -110,15 +140,38 @@ func run(args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	started := make(chan struct{})
+	go func() { // a signal while the engine is awaited stops the wait
+		select {
+		case <-sigs:
+			cancel()
+		case <-started:
+		}
+	}()
 	srv, addr, admin, err := start(ctx, c, log)
-	if err != nil {
-		log.Error("start failed", "err", err)
+	close(started)
+	if err != nil && ctx.Err() != nil {
+		log.Info("stopped by a signal before the engine answered", "engine", c.engineURL)
+		return 0
+	}
+	if errors.Is(err, errRefused) {
+		log.Error("engine refused: it is not what the flags say; no router was accepted", "engine_kind", c.engineKind, "engine", c.engineURL, "err", err)
 		return 1
 	}
-	log.Info("bridge serving", "addr", addr, "admin", admin, "engine", c.engineURL, "kv_events", c.kvEvents, "model", c.model)
-	sig := <-sigs
+	if err != nil {
+		log.Error("start failed", "engine_kind", c.engineKind, "engine", c.engineURL, "err", err)
+		return 1
+	}
+	log.Info("bridge serving", "addr", addr, "admin", admin, "engine_kind", c.engineKind, "engine", c.engineURL, "kv_events", c.kvEvents, "model", c.model)
+	var sig os.Signal
+	select {
+	case sig = <-sigs:
+	case <-ctx.Done(): // a signal came as start returned
+		sig = syscall.SIGTERM
+	}
 	log.Info("draining", "signal", sig.String())
 	dctx, dcancel := context.WithTimeout(context.Background(), c.drain)
 	defer dcancel()
@@ -128,51 +181,50 @@ func run(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// start wires the bridge together and starts serving.
+// checkKind refuses an engine kind kvgate-bridge does not know, and the
+// flags of one kind given with the other.
+func (c *config) checkKind(fs *flag.FlagSet) error {
+	switch c.engineKind {
+	case kindVLLM:
+		return nil
+	case kindLlamaCpp:
+	default:
+		return fmt.Errorf("--engine-kind %q: want %s or %s", c.engineKind, kindVLLM, kindLlamaCpp)
+	}
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "kv-events", "kv-topic", "replay", "lora", "gpu-blocks", "metrics-url":
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if c.dpRanks != 1 {
+		bad = append(bad, "--dp-ranks")
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: not with --engine-kind llamacpp (llama.cpp publishes no KV events, serves no adapters through the bridge, has one rank, and its capacity and metrics come from the server itself)", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// start wires the bridge for its engine kind together and starts serving.
 func start(ctx context.Context, c *config, log *slog.Logger) (srv *serve.Server, addr, admin string, err error) {
 	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: c.blockSize, Seed: c.hashSeed, Model: c.model})
 	if err != nil {
 		return nil, "", "", err
 	}
-	names := map[uint32]string{}
-	var loras []wire.LoRA
-	for _, l := range c.loras {
-		names[l.WireID] = l.Name
-		loras = append(loras, wire.LoRA{ID: l.WireID, Name: l.Name})
+	var b backend
+	if c.engineKind == kindLlamaCpp {
+		b, err = startLlamaCpp(ctx, c, h, log)
+	} else {
+		b, err = startVLLM(ctx, c, h, log)
 	}
-	e := vllm.NewEngine(c.engineURL, c.model, names, log)
-	capacity := c.gpuBlocks
-	if capacity == 0 {
-		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil && m[0] != nil {
-			capacity = m[0].GPUBlocks
-		}
-		scancel()
+	if err != nil {
+		return nil, "", "", err
 	}
-	b := vllm.NewBridge(e, vllm.NewTranslator(h, c.loras), c.dpRanks, capacity)
-	hs := wire.Handshake{Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: c.id,
-		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest, BlockSize: uint32(c.blockSize),
-		MaxBatchedTokens: uint32(c.maxBatched), HashSeed: c.hashSeed, DPRanks: uint16(c.dpRanks),
-		Models: []string{c.model}, LoRAs: loras, Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: capacity}}}
-	srv = serve.New(serve.Config{Handshake: hs, Secret: c.secret, DrainTimeout: c.drain, Logger: log}, b)
-	e.Out = srv
-	var subs []*vllm.Subscriber
-	if c.kvEvents != "" {
-		for r := range c.dpRanks {
-			ep, err := vllm.RankEndpoint(c.kvEvents, r)
-			if err != nil {
-				return nil, "", "", err
-			}
-			replay, err := vllm.RankEndpoint(c.replay, r)
-			if err != nil {
-				return nil, "", "", err
-			}
-			subs = append(subs, &vllm.Subscriber{Endpoint: ep, ReplayEndpoint: replay, Topic: c.kvTopic, Log: log.With("rank", r),
-				Batch: func(_ uint64, batch *vllm.Batch) { b.Events(r, batch) },
-				Lost:  func(reason string) { b.Lost(r, reason) }})
-		}
-	}
-	if admin, err = serveAdmin(c.adminListen, b, subs, srv); err != nil {
+	srv = serve.New(serve.Config{Handshake: b.handshake(), Secret: c.secret, DrainTimeout: c.drain, Logger: log}, b)
+	b.setOut(srv)
+	if admin, err = serveAdmin(c.adminListen, b.collectors(srv.Routers)); err != nil {
 		return nil, "", "", err
 	}
 	ln, err := net.Listen("tcp", c.listen)
@@ -180,13 +232,27 @@ func start(ctx context.Context, c *config, log *slog.Logger) (srv *serve.Server,
 		return nil, "", "", err
 	}
 	go func() { _ = srv.Serve(ln) }()
-	go b.PollLoad(ctx, c.metricsURL, c.metricsEvery)
-	for r, sub := range subs {
-		go func() {
-			if err := sub.Run(ctx); err != nil {
-				log.Error("KV event subscriber stopped", "rank", r, "err", err)
-			}
-		}()
-	}
+	b.run(ctx)
 	return srv, ln.Addr().String(), admin, nil
+}
+
+// backend is a bridge of either kind as start wires it.
+type backend interface {
+	serve.Backend
+	// handshake is what the bridge announces to routers.
+	handshake() wire.Handshake
+	// setOut gives the bridge its server, before it serves.
+	setOut(*serve.Server)
+	// collectors are its Prometheus metrics.
+	collectors(routers func() int) []prometheus.Collector
+	// run starts its goroutines (polls, subscribers) until ctx ends.
+	run(ctx context.Context)
+}
+
+// handshake is the part of the handshake both kinds share.
+func (c *config) handshake(capacity uint64) wire.Handshake {
+	return wire.Handshake{Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: c.id,
+		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest, BlockSize: uint32(c.blockSize),
+		MaxBatchedTokens: uint32(c.maxBatched), HashSeed: c.hashSeed, DPRanks: uint16(c.dpRanks),
+		Models: []string{c.model}, Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: capacity}}}
 }

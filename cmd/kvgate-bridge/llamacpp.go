@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvgate/kvgate/dataplane/bridge/llamacpp"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+	"github.com/kvgate/kvgate/wire/serve"
+)
+
+// llamaBridge is a llama.cpp server's bridge.
+type llamaBridge struct {
+	*llamacpp.Bridge
+	c *config
+}
+
+// startLlamaCpp checks the server (retrying one that does not answer yet,
+// for --connect-timeout) and makes its bridge; a server that differs from
+// the flags is refused with the error saying how.
+func startLlamaCpp(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logger) (backend, error) {
+	tok, err := loadTokenizer(c.tokenizerDir)
+	if err != nil {
+		return nil, err
+	}
+	e := llamacpp.NewEngine(c.engineURL, c.model, llamacpp.NewPieces(tok), log)
+	s, err := llamacpp.Connect(ctx, e.Client, llamacpp.Spec{URL: c.engineURL, Model: c.model, Tokenizer: tok}, c.connectTimeout, log)
+	if llamacpp.Refused(err) || errors.Is(err, llamacpp.ErrSchema) {
+		return nil, fmt.Errorf("%w: %w", errRefused, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	log.Info("llama.cpp server checked", "engine", c.engineURL, "build", s.Props.BuildInfo, "model", s.Props.ModelAlias,
+		"slots", s.Slots(), "slot_context", s.SlotContext(), "tokenizer", tokenizerName(c.tokenizerDir))
+	return &llamaBridge{Bridge: llamacpp.NewBridge(e, h, s), c: c}, nil
+}
+
+func loadTokenizer(dir string) (*tokenize.Tokenizer, error) {
+	if dir == "" {
+		return tokenize.Builtin()
+	}
+	return tokenize.LoadDir(dir)
+}
+
+func tokenizerName(dir string) string {
+	if dir == "" {
+		return tokenize.BuiltinName
+	}
+	return dir
+}
+
+func (lb *llamaBridge) handshake() wire.Handshake { return lb.c.handshake(lb.Capacity) }
+
+func (lb *llamaBridge) setOut(srv *serve.Server) { lb.Out = srv }
+
+func (lb *llamaBridge) collectors(routers func() int) []prometheus.Collector {
+	return llamacpp.Collectors(lb.Bridge, routers)
+}
+
+func (lb *llamaBridge) run(ctx context.Context) { go lb.Poll(ctx, lb.c.slotsEvery, lb.c.metricsEvery) }

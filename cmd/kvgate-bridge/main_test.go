@@ -1,0 +1,33 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestEngineKindFlags: --engine-kind takes vllm (the default) or
+// llamacpp; the vLLM-only flags are refused with llamacpp, by name.
+func TestEngineKindFlags(t *testing.T) {
+	base := []string{"--engine-url", "http://127.0.0.1:1", "--model", "m"}
+	for _, c := range []struct {
+		args []string
+		kind string
+		err  string
+	}{
+		{nil, kindVLLM, ""},
+		{[]string{"--engine-kind", "llamacpp", "--tokenizer", "/x", "--slots-interval", "1s"}, kindLlamaCpp, ""},
+		{[]string{"--engine-kind", "sglang"}, "", `--engine-kind "sglang"`},
+		{[]string{"--engine-kind", "llamacpp", "--kv-events", "tcp://x:1", "--lora", "a"}, "", "--kv-events, --lora: not with --engine-kind llamacpp"},
+		{[]string{"--engine-kind", "llamacpp", "--dp-ranks", "2"}, "", "--dp-ranks: not with"},
+		{[]string{"--kv-events", "tcp://x:1", "--dp-ranks", "2"}, kindVLLM, ""},
+	} {
+		c2, err := parseFlags(append(append([]string{}, base...), c.args...), io.Discard)
+		switch {
+		case c.err == "" && (err != nil || c2.engineKind != c.kind):
+			t.Errorf("%q: %v, kind %v", c.args, err, c2)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: %v, want %q", c.args, err, c.err)
+		}
+	}
+}

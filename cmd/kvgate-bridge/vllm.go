@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvgate/kvgate/dataplane/bridge/llamacpp"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+	"github.com/kvgate/kvgate/wire/serve"
+)
+
+// vllmBridge is a vLLM (or SGLang) engine's bridge and its KV event
+// subscribers, one per data-parallel rank.
+type vllmBridge struct {
+	*vllm.Bridge
+	c    *config
+	subs []*vllm.Subscriber
+	log  *slog.Logger
+}
+
+// startVLLM makes the vLLM bridge. An engine that says it is llama.cpp's
+// server is refused (its /v1/completions sends no token ids); one that
+// does not answer yet is not waited for, as before: vLLM may be loading.
+func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logger) (backend, error) {
+	e := vllm.NewEngine(c.engineURL, c.model, nil, log)
+	ictx, icancel := context.WithTimeout(ctx, 3*time.Second)
+	kind, why, _ := llamacpp.Identify(ictx, e.Client, c.engineURL)
+	icancel()
+	if kind == llamacpp.KindLlamaCpp {
+		return nil, fmt.Errorf("%w: --engine-kind vllm, but the engine at %s is llama.cpp's server (%s), whose OpenAI API sends no token ids: run kvgate-bridge with --engine-kind llamacpp",
+			errRefused, c.engineURL, why)
+	}
+	names := map[uint32]string{}
+	for _, l := range c.loras {
+		names[l.WireID] = l.Name
+	}
+	e.LoRAs = names
+	capacity := c.gpuBlocks
+	if capacity == 0 {
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil && m[0] != nil {
+			capacity = m[0].GPUBlocks
+		}
+		scancel()
+	}
+	vb := &vllmBridge{Bridge: vllm.NewBridge(e, vllm.NewTranslator(h, c.loras), c.dpRanks, capacity), c: c, log: log}
+	if c.kvEvents != "" {
+		for r := range c.dpRanks {
+			ep, err := vllm.RankEndpoint(c.kvEvents, r)
+			if err != nil {
+				return nil, err
+			}
+			replay, err := vllm.RankEndpoint(c.replay, r)
+			if err != nil {
+				return nil, err
+			}
+			vb.subs = append(vb.subs, &vllm.Subscriber{Endpoint: ep, ReplayEndpoint: replay, Topic: c.kvTopic, Log: log.With("rank", r),
+				Batch: func(_ uint64, batch *vllm.Batch) { vb.Events(r, batch) },
+				Lost:  func(reason string) { vb.Lost(r, reason) }})
+		}
+	}
+	return vb, nil
+}
+
+func (vb *vllmBridge) handshake() wire.Handshake {
+	hs := vb.c.handshake(vb.Capacity)
+	for _, l := range vb.c.loras {
+		hs.LoRAs = append(hs.LoRAs, wire.LoRA{ID: l.WireID, Name: l.Name})
+	}
+	return hs
+}
+
+func (vb *vllmBridge) setOut(srv *serve.Server) { vb.Out = srv }
+
+func (vb *vllmBridge) collectors(routers func() int) []prometheus.Collector {
+	return vllm.Collectors(vb.Bridge, vb.subs, routers)
+}
+
+func (vb *vllmBridge) run(ctx context.Context) {
+	go vb.PollLoad(ctx, vb.c.metricsURL, vb.c.metricsEvery)
+	for r, sub := range vb.subs {
+		go func() {
+			if err := sub.Run(ctx); err != nil {
+				vb.log.Error("KV event subscriber stopped", "rank", r, "err", err)
+			}
+		}()
+	}
+}
