@@ -25,7 +25,7 @@ type llamaBridge struct {
 // for --connect-timeout) and makes its bridge; a server that differs from
 // the flags is refused with the error saying how.
 func startLlamaCpp(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logger) (backend, error) {
-	tok, err := loadTokenizer(c.tokenizerDir)
+	tok, tokName, err := tokenize.Open(c.tokenizerDir)
 	if err != nil {
 		return nil, err
 	}
@@ -38,22 +38,8 @@ func startLlamaCpp(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.
 		return nil, err
 	}
 	log.Info("llama.cpp server checked", "engine", c.engineURL, "build", s.Props.BuildInfo, "model", s.Props.ModelAlias,
-		"slots", s.Slots(), "slot_context", s.SlotContext(), "tokenizer", tokenizerName(c.tokenizerDir))
+		"slots", s.Slots(), "slot_context", s.SlotContext(), "tokenizer", tokName)
 	return &llamaBridge{Bridge: llamacpp.NewBridge(e, h, s), c: c}, nil
-}
-
-func loadTokenizer(dir string) (*tokenize.Tokenizer, error) {
-	if dir == "" {
-		return tokenize.Builtin()
-	}
-	return tokenize.LoadDir(dir)
-}
-
-func tokenizerName(dir string) string {
-	if dir == "" {
-		return tokenize.BuiltinName
-	}
-	return dir
 }
 
 func (lb *llamaBridge) handshake() wire.Handshake { return lb.c.handshake(lb.Capacity) }

@@ -35,7 +35,7 @@ type daemon struct {
 
 func start(c *config, log *slog.Logger) (*daemon, error) {
 	d := &daemon{log: log, served: make(chan error, 1)}
-	tok, err := loadTokenizer(c.tokenizerDir)
+	tok, tokName, err := tokenize.Open(c.tokenizerDir)
 	if err != nil {
 		return nil, err
 	}
@@ -104,22 +104,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		ringAddr = d.ring.Addr()
 	}
 	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr(), "ring", ringAddr, "engines", addrs,
-		"policy", string(c.policy), "tokenizer", tokenizerName(c.tokenizerDir))
+		"policy", string(c.policy), "tokenizer", tokName)
 	return d, nil
-}
-
-func loadTokenizer(dir string) (*tokenize.Tokenizer, error) {
-	if dir == "" {
-		return tokenize.Builtin()
-	}
-	return tokenize.LoadDir(dir)
-}
-
-func tokenizerName(dir string) string {
-	if dir == "" {
-		return tokenize.BuiltinName
-	}
-	return dir
 }
 
 // startSims runs the embedded default's engines on loopback: real TCP, the

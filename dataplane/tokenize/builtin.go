@@ -50,3 +50,14 @@ func loadBuiltin() (*Tokenizer, error) {
 	}
 	return New(tj, cj)
 }
+
+// Open loads the tokenizer in dir (LoadDir), or the built-in one when dir
+// is "" (a command's default); name is what logs call it.
+func Open(dir string) (tok *Tokenizer, name string, err error) {
+	if dir == "" {
+		tok, err = Builtin()
+		return tok, BuiltinName, err
+	}
+	tok, err = LoadDir(dir)
+	return tok, dir, err
+}
