@@ -48,6 +48,12 @@ func (p *Pool) Serve(ctx context.Context, w *httpx.ResponseWriter, r *httpx.Requ
 	if err != nil {
 		e.cut[cutReason(err)].Add(1)
 		p.log.Warn("passthrough response cut short", "engine", e.URL, "err", err)
+		// Reset rather than close: with the response abandoned the engine
+		// may still be writing, and a closed socket with unread data sits
+		// in FIN-WAIT-2 with a zero window, holding the engine's write for
+		// tcp_fin_timeout (about 60 s, seen under sockmap after a client
+		// reset).
+		_ = up.SetLinger(0)
 	}
 	return status, e.URL, err
 }
