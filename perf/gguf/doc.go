@@ -56,6 +56,18 @@
 // Options.Type says; norm weights are always F32 ones, as llama.cpp's
 // converter keeps 1-D tensors in F32.
 //
+// # Weights
+//
+// Matrices are uniform random with a standard deviation of 0.02, from a PCG
+// generator seeded with (Options.Seed, the tensor's index), so a seed makes
+// one file, byte for byte. attn_output and ffn_down are 50 times smaller:
+// the blocks run in full but barely move the residual stream, which makes
+// greedy decoding a function of the input with margins that llama.cpp's
+// rounding differences (a batched prefill against a cached prompt's
+// single-token step) cannot flip. Unless Options.GenerateAll, an anchor
+// dimension in the embeddings and the output matrix keep generation on
+// normal tokens that are whole UTF-8 (see weights.go).
+//
 // # Token list
 //
 // Ids follow tokenizer.json: model.vocab entries are NORMAL tokens, spelled

@@ -57,6 +57,16 @@ type Options struct {
 	Pre string
 	// Name is general.name, which llama-server reports as the model.
 	Name string
+	// GenerateAll lets the model generate any token, as a trained model
+	// may. By default its weights steer generation, greedy or sampled,
+	// onto the normal tokens whose bytes are whole UTF-8 (Vocab.Generate):
+	// a random model would otherwise emit byte fragments that concatenate
+	// to invalid UTF-8, which this llama-server answers with HTTP 500
+	// ("does not match the expected Content-only format"), special tokens
+	// that its chat parsers act on (<think>, <tool_call>) and
+	// end-of-generation tokens, so outputs stop only at max_tokens.
+	// Steering needs an output matrix of its own (Shape.TiedOutput off).
+	GenerateAll bool
 }
 
 // Defaults returns the Small shape in F16 with seed 1 and the built-in
@@ -69,6 +79,9 @@ func Defaults() Options {
 func (o Options) Validate() error {
 	if err := o.Shape.Validate(); err != nil {
 		return err
+	}
+	if o.Shape.TiedOutput && !o.GenerateAll {
+		return fmt.Errorf("%w: a tied output matrix cannot steer generation: set GenerateAll", ErrInvalidShape)
 	}
 	if o.Type != F16 && o.Type != F32 {
 		return fmt.Errorf("%w: tensor type %d (F32 or F16 only)", ErrInvalidShape, o.Type)
@@ -116,8 +129,9 @@ func Write(w io.Writer, o Options) (Info, error) {
 	}
 	e.pad()
 	info := Info{VocabSize: len(v.Tokens), Vocab: v}
+	ws := &weights{seed: o.Seed, steer: !o.GenerateAll, generate: v.Generate}
 	for i, t := range tensors {
-		writeWeights(e, t, o.tensorType(t), o.Seed, uint64(i))
+		ws.write(e, t, o.tensorType(t), uint64(i))
 		e.pad()
 		info.Params += t.elements()
 	}
@@ -180,7 +194,7 @@ func (o Options) vocab() (*Vocab, error) {
 }
 
 func (o Options) tensorType(t tensorSpec) TensorType {
-	if t.norm {
+	if t.kind == kindNorm {
 		return F32
 	}
 	return o.Type

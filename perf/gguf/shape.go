@@ -25,7 +25,8 @@ type Shape struct {
 	// RopeFreqBase is the rotary base (llama.rope.freq_base).
 	RopeFreqBase float32
 	// TiedOutput leaves the output tensor out, so llama.cpp projects
-	// logits with token_embd, as models with tied embeddings do.
+	// logits with token_embd, as models with tied embeddings do; it needs
+	// Options.GenerateAll.
 	TiedOutput bool
 }
 
@@ -47,10 +48,13 @@ func Small() Shape {
 }
 
 // Qwen25HalfB is the shape of Qwen2.5-0.5B (hidden 896, 24 blocks, 14 query
-// and 2 key/value heads, SwiGLU 4,864, tied embeddings, rotary base 1e6):
-// about 494 M parameters with the Qwen3 vocabulary, for benchmarks where
-// prefill and decode should cost what a small real model costs. It is the
-// Llama architecture, so it lacks Qwen2's q/k/v biases.
+// and 2 key/value heads, SwiGLU 4,864, rotary base 1e6) for benchmarks where
+// prefill and decode should cost what a small real model costs: 494 M
+// parameters with the Qwen3 vocabulary, and 136 M more in an output matrix
+// of its own, which Qwen2.5-0.5B shares with its embeddings but which
+// steers generation here (see Options.GenerateAll); it only ever multiplies
+// the last position, so prefill costs the same. It is the Llama
+// architecture, so it lacks Qwen2's q/k/v biases.
 func Qwen25HalfB() Shape {
 	return Shape{
 		Embedding:     896,
@@ -61,7 +65,6 @@ func Qwen25HalfB() Shape {
 		ContextLength: 32768,
 		RMSEpsilon:    1e-6,
 		RopeFreqBase:  1e6,
-		TiedOutput:    true,
 	}
 }
 
@@ -97,12 +100,23 @@ func (s Shape) Params(vocab int) int64 {
 	return n
 }
 
-// tensorSpec is one tensor of the model: its name and dimensions (ne[0]
-// first) and whether it is a norm weight (ones, always F32).
+// tensorKind says how a tensor's values are made (see writeWeights).
+type tensorKind int
+
+const (
+	kindMatrix   tensorKind = iota // random
+	kindNorm                       // ones, F32
+	kindEmbed                      // random; the anchor in dimension 0
+	kindOutput                     // random for tokens to generate, steering away from the others
+	kindBlockOut                   // random, but nothing written into dimension 0
+)
+
+// tensorSpec is one tensor of the model: its name, dimensions (ne[0]
+// first) and kind.
 type tensorSpec struct {
 	name string
 	ne   []int64
-	norm bool
+	kind tensorKind
 }
 
 func (t tensorSpec) elements() int64 {
@@ -119,24 +133,24 @@ func (s Shape) tensors(vocab int) []tensorSpec {
 	e, v, ff := int64(s.Embedding), int64(vocab), int64(s.FeedForward)
 	kv := int64(s.KVHeads * s.HeadDim())
 	out := []tensorSpec{
-		{name: "token_embd.weight", ne: []int64{e, v}},
-		{name: "output_norm.weight", ne: []int64{e}, norm: true},
+		{name: "token_embd.weight", ne: []int64{e, v}, kind: kindEmbed},
+		{name: "output_norm.weight", ne: []int64{e}, kind: kindNorm},
 	}
 	if !s.TiedOutput {
-		out = append(out, tensorSpec{name: "output.weight", ne: []int64{e, v}})
+		out = append(out, tensorSpec{name: "output.weight", ne: []int64{e, v}, kind: kindOutput})
 	}
 	for i := range s.Blocks {
 		b := fmt.Sprintf("blk.%d.", i)
 		out = append(out,
-			tensorSpec{name: b + "attn_norm.weight", ne: []int64{e}, norm: true},
+			tensorSpec{name: b + "attn_norm.weight", ne: []int64{e}, kind: kindNorm},
 			tensorSpec{name: b + "attn_q.weight", ne: []int64{e, e}},
 			tensorSpec{name: b + "attn_k.weight", ne: []int64{e, kv}},
 			tensorSpec{name: b + "attn_v.weight", ne: []int64{e, kv}},
-			tensorSpec{name: b + "attn_output.weight", ne: []int64{e, e}},
-			tensorSpec{name: b + "ffn_norm.weight", ne: []int64{e}, norm: true},
+			tensorSpec{name: b + "attn_output.weight", ne: []int64{e, e}, kind: kindBlockOut},
+			tensorSpec{name: b + "ffn_norm.weight", ne: []int64{e}, kind: kindNorm},
 			tensorSpec{name: b + "ffn_gate.weight", ne: []int64{e, ff}},
 			tensorSpec{name: b + "ffn_up.weight", ne: []int64{e, ff}},
-			tensorSpec{name: b + "ffn_down.weight", ne: []int64{ff, e}},
+			tensorSpec{name: b + "ffn_down.weight", ne: []int64{ff, e}, kind: kindBlockOut},
 		)
 	}
 	return out

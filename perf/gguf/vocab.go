@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Token types as llama.cpp stores them in tokenizer.ggml.token_type
@@ -48,6 +49,10 @@ type Vocab struct {
 	// Tokens and Types are indexed by token id.
 	Tokens []string
 	Types  []int32
+	// Generate marks, by id, the tokens a steered model generates: normal
+	// tokens whose bytes are whole UTF-8 on their own (most of them; not
+	// the fragments of multi-byte characters, nor added tokens).
+	Generate []bool
 	// Merges are "left right" pairs, highest priority first.
 	Merges []string
 	// BOS, EOS and Pad are token ids, -1 when the tokenizer names none.
@@ -188,8 +193,13 @@ func (v *Vocab) setTokens(tj *hfTokenizer) error {
 			v.Types[a.ID] = TokenControl
 		}
 	}
+	v.Generate = make([]bool, n)
 	seen := make(map[string]int, n)
 	for id := range v.Tokens {
+		if v.Types[id] == TokenNormal {
+			b, ok := byteLevelBytes(v.Tokens[id])
+			v.Generate[id] = ok && len(b) > 0 && utf8.Valid(b)
+		}
 		if v.Types[id] == 0 {
 			v.Tokens[id], v.Types[id] = fmt.Sprintf("[PAD%d]", id), TokenUnused
 		}
@@ -201,6 +211,43 @@ func (v *Vocab) setTokens(tj *hfTokenizer) error {
 		seen[v.Tokens[id]] = id
 	}
 	return nil
+}
+
+// byteUnicode maps each byte to the rune that GPT-2's byte-level BPE spells
+// it with: printable Latin-1 as itself, the rest from U+0100 on.
+var byteUnicode = func() (t [256]rune) {
+	n := 0
+	for b := range 256 {
+		if b >= '!' && b <= '~' || b >= 0xa1 && b <= 0xac || b >= 0xae {
+			t[b] = rune(b)
+		} else {
+			t[b] = rune(256 + n)
+			n++
+		}
+	}
+	return t
+}()
+
+// unicodeByte inverts byteUnicode.
+var unicodeByte = func() map[rune]byte {
+	m := make(map[rune]byte, 256)
+	for b, r := range byteUnicode {
+		m[r] = byte(b)
+	}
+	return m
+}()
+
+// byteLevelBytes returns the bytes a byte-level spelling stands for, ok
+// false when it holds a rune outside the byte alphabet.
+func byteLevelBytes(s string) (b []byte, ok bool) {
+	for _, r := range s {
+		c, in := unicodeByte[r]
+		if !in {
+			return nil, false
+		}
+		b = append(b, c)
+	}
+	return b, true
 }
 
 // looksSpecial is llama.cpp's converter's test for added tokens that a

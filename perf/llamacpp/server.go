@@ -83,7 +83,11 @@ type Config struct {
 	CtxSize int
 	// Parallel is the number of slots (--parallel; 1).
 	Parallel int
-	// Threads is the number of CPU threads (--threads; 2).
+	// Threads is the number of CPU threads (--threads; 1). One is the
+	// default because ggml's threads wait for each other spinning: on a
+	// 2-core machine shared with other work, 2 threads prefilled 350-440
+	// tokens/s where 1 thread did 3,000-3,500 (the small perf/gguf model,
+	// 1,000-token prompts); on an idle machine 2 threads are faster.
 	Threads int
 	// Args are further llama-server flags, appended last.
 	Args []string
@@ -105,7 +109,7 @@ func (c *Config) defaults() {
 		c.Parallel = 1
 	}
 	if c.Threads == 0 {
-		c.Threads = 2
+		c.Threads = 1
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 60 * time.Second
