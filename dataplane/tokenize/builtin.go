@@ -32,23 +32,34 @@ func Builtin() (*Tokenizer, error) {
 }
 
 func loadBuiltin() (*Tokenizer, error) {
-	gz, err := builtinFS.ReadFile("builtin/qwen3/tokenizer.json.gz")
-	if err != nil {
-		return nil, err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return nil, fmt.Errorf("tokenize: built-in tokenizer: %w", err)
-	}
-	tj, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("tokenize: built-in tokenizer: %w", err)
-	}
-	cj, err := builtinFS.ReadFile("builtin/qwen3/tokenizer_config.json")
+	tj, cj, err := BuiltinFiles()
 	if err != nil {
 		return nil, err
 	}
 	return New(tj, cj)
+}
+
+// BuiltinFiles returns the built-in tokenizer's tokenizer.json and
+// tokenizer_config.json as Hugging Face ships them, for tools that hand the
+// same tokenizer to an engine (perf/gguf writes it into llama.cpp models).
+func BuiltinFiles() (tokenizerJSON, configJSON []byte, err error) {
+	gz, err := builtinFS.ReadFile("builtin/qwen3/tokenizer.json.gz")
+	if err != nil {
+		return nil, nil, err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, nil, fmt.Errorf("tokenize: built-in tokenizer: %w", err)
+	}
+	tj, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tokenize: built-in tokenizer: %w", err)
+	}
+	cj, err := builtinFS.ReadFile("builtin/qwen3/tokenizer_config.json")
+	if err != nil {
+		return nil, nil, err
+	}
+	return tj, cj, nil
 }
 
 // Open loads the tokenizer in dir (LoadDir), or the built-in one when dir
