@@ -47,8 +47,7 @@ func (c skippedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descSkipp
 
 func (c skippedCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.b.T.Skipped()
-	for reason, n := range map[string]uint64{"unknown_parent": s.UnknownParent, "extra_keys": s.ExtraKeys, "other_group": s.OtherGroup,
-		"unknown_tier": s.UnknownTier, "unknown_lora": s.UnknownLoRA, "unknown_block": s.UnknownBlock} {
+	for reason, n := range s.Reasons() {
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(n), reason)
 	}
 }

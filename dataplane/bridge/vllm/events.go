@@ -6,10 +6,25 @@
 // The event schema follows vllm/distributed/kv_events.py (vllm-project/vllm
 // at commit 0181ea3173e53eea8cf04a86891488e3dc89bb34): a KVEventBatch is
 // (ts, events, data_parallel_rank); events are tagged BlockStored,
-// BlockRemoved and AllBlocksCleared. Older vLLM encodes batches and events
-// as positional arrays (msgspec array_like, the tag first); newer vLLM as
+// BlockRemoved and AllBlocksCleared. Older vLLM (kv_events.py at
+// b4e69e0af33f4698e157a262cc787fe61983cd3d) encodes batches and events as
+// positional arrays (msgspec array_like, the tag first); newer vLLM as
 // maps, events carrying their tag under "type". Block hashes are integers
 // in older versions and bytes in newer ones.
+//
+// BlockStored, every field of 0181ea3 in declaration order (a positional
+// event lists them after its tag; trailing fields at their default are
+// omitted, and fields a later vLLM may add after them are ignored):
+//
+//	| block_hashes | parent_block_hash | token_ids | block_size | lora_id |
+//	| medium | lora_name | extra_keys | group_idx | kv_cache_spec_kind |
+//	| kv_cache_spec_sliding_window |
+//
+// BlockRemoved: | block_hashes | medium | group_idx |. AllBlocksCleared: no
+// fields.
+//
+// One event that does not decode costs only itself: DecodeBatch marks it
+// Invalid and decodes the rest of the batch (the translator counts it).
 package vllm
 
 import (
@@ -56,11 +71,40 @@ type Event struct {
 	LoRAID      int // 0: none
 	LoRAName    string
 	Medium      string // "GPU", "CPU", ... ("" means GPU)
-	// ExtraKeys holds, per block, whether vLLM hashed it with extra keys
-	// (multimodal items, cache salt, prompt embeddings).
-	ExtraKeys []bool
+	// ExtraKeys holds, per block, what vLLM hashed into it besides its
+	// tokens (see Extra); nil when the event carries no extra_keys.
+	ExtraKeys []Extra
 	GroupIdx  int
+	// KVCacheSpecKind and SlidingWindow describe the attention group
+	// (kv_cache_spec_kind, kv_cache_spec_sliding_window; "" and 0 when not
+	// sent).
+	KVCacheSpecKind string
+	SlidingWindow   int
+	// Invalid says why the event did not decode ("" when it did); such an
+	// event carries only its Kind (when its tag was readable).
+	Invalid string
 }
+
+// Extra is a set of the kinds of extra keys vLLM hashed into one block.
+// vLLM's generate_block_hash_extra_keys (vllm/v1/core/kv_cache_utils.py at
+// 001cabc1be16a59a70d720ed61a13b678c060a18) builds a block's key as
+// lora_keys + mm_keys + cache_salt_keys + prompt_embeds_keys:
+// [lora_name] for a LoRA request, (mm identifier, offset in block) per
+// multimodal item, the cache_salt string on the first block only, and the
+// sha256 digest of the block's prompt embeddings.
+type Extra uint8
+
+// Kinds of extra keys. A string other than the adapter name counts as the
+// cache salt on a prompt's first block (no parent, first in its event) and
+// as a multimodal hash elsewhere (older vLLM keyed multimodal items by a
+// bare hash string).
+const (
+	ExtraLoRA Extra = 1 << iota
+	ExtraMultimodal
+	ExtraCacheSalt
+	ExtraPromptEmbeds
+	ExtraUnknown
+)
 
 // Batch is one KVEventBatch.
 type Batch struct {
@@ -108,10 +152,10 @@ func DecodeBatch(payload []byte) (*Batch, error) {
 	default:
 		return nil, fmt.Errorf("%w: batch is %T", errSchema, v)
 	}
-	for i, raw := range events {
+	for _, raw := range events {
 		ev, err := decodeEvent(raw)
 		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
+			ev = Event{Kind: ev.Kind, Invalid: err.Error()}
 		}
 		b.Events = append(b.Events, ev)
 	}
@@ -144,9 +188,11 @@ func decodeMap(d *msgpack.Decoder) (any, error) {
 }
 
 // Field order of the positional encodings (after the tag), as declared in
-// kv_events.py; older versions simply end earlier.
+// kv_events.py at 0181ea3; older versions simply end earlier, later ones
+// may add fields after these.
 var (
-	storedFields  = []string{"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name", "extra_keys", "group_idx"}
+	storedFields = []string{"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
+		"extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window"}
 	removedFields = []string{"block_hashes", "medium", "group_idx"}
 )
 
@@ -160,9 +206,7 @@ func decodeEvent(raw any) (Event, error) {
 		}
 		tag, _ = t[0].(string)
 		names := map[string][]string{"BlockStored": storedFields, "BlockRemoved": removedFields}[tag]
-		if len(t)-1 > len(names) && tag != "AllBlocksCleared" {
-			return Event{}, fmt.Errorf("%w: %s with %d fields", errSchema, tag, len(t)-1)
-		}
+		// Fields past the ones we know are a later vLLM's: ignored.
 		for i, v := range t[1:] {
 			if i < len(names) {
 				fields[names[i]] = v
@@ -183,47 +227,99 @@ func decodeEvent(raw any) (Event, error) {
 	switch tag {
 	case "BlockStored":
 		ev.Kind = BlockStored
-		if ev.BlockHashes, err = hashes(fields["block_hashes"]); err != nil {
-			return ev, err
-		}
-		if p := fields["parent_block_hash"]; p != nil {
-			if ev.Parent, err = hashOf(p); err != nil {
-				return ev, err
-			}
-		}
-		if ev.TokenIDs, err = tokens(fields["token_ids"]); err != nil {
-			return ev, err
-		}
-		var ok bool
-		if ev.BlockSize, ok = intOf(fields["block_size"]); !ok || ev.BlockSize <= 0 {
-			return ev, fmt.Errorf("%w: block_size %v", errSchema, fields["block_size"])
-		}
-		if len(ev.TokenIDs) != ev.BlockSize*len(ev.BlockHashes) {
-			return ev, fmt.Errorf("%w: %d token ids for %d blocks of %d", errSchema, len(ev.TokenIDs), len(ev.BlockHashes), ev.BlockSize)
-		}
-		ev.LoRAID, _ = intOf(fields["lora_id"])
-		ev.LoRAName, _ = fields["lora_name"].(string)
-		if ks, ok := fields["extra_keys"].([]any); ok {
-			for _, k := range ks {
-				ev.ExtraKeys = append(ev.ExtraKeys, k != nil && !emptyList(k))
-			}
-		}
+		err = decodeStored(&ev, fields)
 	case "BlockRemoved":
 		ev.Kind = BlockRemoved
-		if ev.BlockHashes, err = hashes(fields["block_hashes"]); err != nil {
-			return ev, err
-		}
+		ev.BlockHashes, err = hashes(fields["block_hashes"])
 	case "AllBlocksCleared":
 		ev.Kind = AllBlocksCleared
 	default:
 		return ev, fmt.Errorf("%w: unknown event type %q", errSchema, tag)
 	}
-	ev.Medium, _ = fields["medium"].(string)
+	if err != nil {
+		return ev, err
+	}
+	var ok bool
+	if ev.Medium, ok = fields["medium"].(string); !ok && fields["medium"] != nil {
+		return ev, fmt.Errorf("%w: medium is %T", errSchema, fields["medium"])
+	}
 	ev.GroupIdx, _ = intOf(fields["group_idx"])
 	return ev, nil
 }
 
-func emptyList(v any) bool { l, ok := v.([]any); return ok && len(l) == 0 }
+// decodeStored reads a BlockStored's fields. An offloading connector's
+// event has no token ids and block_size 0 or the offloaded block's size
+// (see offload.go); a GPU event has block_size tokens per block.
+func decodeStored(ev *Event, fields map[string]any) error {
+	var err error
+	if ev.BlockHashes, err = hashes(fields["block_hashes"]); err != nil {
+		return err
+	}
+	if p := fields["parent_block_hash"]; p != nil {
+		if ev.Parent, err = hashOf(p); err != nil {
+			return err
+		}
+	}
+	if ev.TokenIDs, err = tokens(fields["token_ids"]); err != nil {
+		return err
+	}
+	var ok bool
+	if ev.BlockSize, ok = intOf(fields["block_size"]); !ok || ev.BlockSize < 0 || (ev.BlockSize == 0 && len(ev.TokenIDs) > 0) {
+		return fmt.Errorf("%w: block_size %v", errSchema, fields["block_size"])
+	}
+	if len(ev.TokenIDs) > 0 && len(ev.TokenIDs) != ev.BlockSize*len(ev.BlockHashes) {
+		return fmt.Errorf("%w: %d token ids for %d blocks of %d", errSchema, len(ev.TokenIDs), len(ev.BlockHashes), ev.BlockSize)
+	}
+	ev.LoRAID, _ = intOf(fields["lora_id"])
+	ev.LoRAName, _ = fields["lora_name"].(string)
+	if ks, ok := fields["extra_keys"].([]any); ok {
+		ev.ExtraKeys = make([]Extra, len(ks))
+		for i, k := range ks {
+			ev.ExtraKeys[i] = classifyExtra(k, ev, i == 0 && ev.Parent == "")
+		}
+	}
+	ev.KVCacheSpecKind, _ = fields["kv_cache_spec_kind"].(string)
+	ev.SlidingWindow, _ = intOf(fields["kv_cache_spec_sliding_window"])
+	return nil
+}
+
+// classifyExtra sorts one block's extra keys (nil or a tuple, in vLLM's
+// order: LoRA, multimodal, salt, prompt embeddings) into kinds. The
+// adapter is recognised by its name (current vLLM) or its integer id.
+func classifyExtra(k any, ev *Event, first bool) Extra {
+	keys, ok := k.([]any)
+	if !ok {
+		if k == nil {
+			return 0
+		}
+		return ExtraUnknown
+	}
+	var x Extra
+	for i, key := range keys {
+		switch t := key.(type) {
+		case string:
+			switch {
+			case i == 0 && ev.LoRAName != "" && t == ev.LoRAName:
+				x |= ExtraLoRA
+			case first:
+				x |= ExtraCacheSalt
+			default:
+				x |= ExtraMultimodal
+			}
+		case []any:
+			x |= ExtraMultimodal
+		case []byte:
+			x |= ExtraPromptEmbeds
+		default:
+			if n, isInt := intOf(key); isInt && i == 0 && ev.LoRAID != 0 && n == ev.LoRAID {
+				x |= ExtraLoRA
+			} else {
+				x |= ExtraUnknown
+			}
+		}
+	}
+	return x
+}
 
 func hashes(v any) ([]Hash, error) {
 	l, ok := v.([]any)

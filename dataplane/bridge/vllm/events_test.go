@@ -73,20 +73,24 @@ func TestBothEncodingsRoundTrip(t *testing.T) {
 	b := vllm.Batch{TS: 12.25, DPRank: 3, HasRank: true, Events: []vllm.Event{
 		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.BytesHash([]byte("h1")), vllmtest.BytesHash([]byte("h2"))},
 			Parent: vllmtest.BytesHash([]byte("p")), TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 2, LoRAID: 2,
-			LoRAName: "sql", Medium: "CPU", ExtraKeys: []bool{false, true}, GroupIdx: 1},
+			LoRAName: "sql", Medium: "CPU", ExtraKeys: []vllm.Extra{vllm.ExtraLoRA, vllm.ExtraLoRA | vllm.ExtraMultimodal}, GroupIdx: 1,
+			KVCacheSpecKind: "sliding_window", SlidingWindow: 4096},
 		{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1 << 63)}, Medium: "GPU", GroupIdx: 2},
 		{Kind: vllm.AllBlocksCleared},
 	}}
-	got, err := vllm.DecodeBatch(vllmtest.EncodeBatch(vllmtest.Tagged, &b))
-	if err != nil || !reflect.DeepEqual(*got, b) {
-		t.Fatalf("tagged: %v\n%+v\n%+v", err, got, b)
+	for _, enc := range []vllmtest.Encoding{vllmtest.Tagged, vllmtest.PositionalCurrent} {
+		got, err := vllm.DecodeBatch(vllmtest.EncodeBatch(enc, &b))
+		if err != nil || !reflect.DeepEqual(*got, b) {
+			t.Fatalf("encoding %d: %v\n%+v\n%+v", enc, err, got, b)
+		}
 	}
 	// The positional encoding predates lora_name, extra_keys and group_idx.
 	old := b
 	old.Events = []vllm.Event{b.Events[0], b.Events[1], b.Events[2]}
 	old.Events[0].LoRAName, old.Events[0].ExtraKeys, old.Events[0].GroupIdx = "", nil, 0
 	old.Events[1].GroupIdx = 0
-	got, err = vllm.DecodeBatch(vllmtest.EncodeBatch(vllmtest.Positional, &old))
+	old.Events[0].KVCacheSpecKind, old.Events[0].SlidingWindow = "", 0
+	got, err := vllm.DecodeBatch(vllmtest.EncodeBatch(vllmtest.Positional, &old))
 	if err != nil || !reflect.DeepEqual(*got, old) {
 		t.Fatalf("positional: %v\n%+v\n%+v", err, got, old)
 	}
@@ -95,7 +99,6 @@ func TestBothEncodingsRoundTrip(t *testing.T) {
 func TestMalformedBatches(t *testing.T) {
 	for _, raw := range [][]byte{
 		{}, {0xc1}, {0x91, 0x01}, {0x92, 0x01, 0x02},
-		vllmtest.EncodeBatch(vllmtest.Tagged, &vllm.Batch{Events: []vllm.Event{{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1)}, TokenIDs: []uint32{1}, BlockSize: 2}}}),
 	} {
 		if _, err := vllm.DecodeBatch(raw); err == nil {
 			t.Fatalf("%x decoded", raw)

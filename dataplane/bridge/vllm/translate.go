@@ -14,11 +14,16 @@ import (
 // translates removals. The table is also the bridge's answer to a router's
 // SNAPSHOT_REQUEST.
 //
-// What it cannot translate it skips and counts: a stored block whose
-// parent it never saw (the bridge started after the engine, or events were
-// lost), blocks vLLM hashed with extra keys (multimodal items, cache salt:
-// the router cannot know them from the block alone), attention groups other
-// than 0 of hybrid models, and tiers it does not know.
+// What it cannot translate it skips and counts, and applies the rest of
+// the batch: a stored block whose parent it never saw (the bridge started
+// after the engine, or events were lost), blocks vLLM hashed with extra
+// keys other than the adapter's (multimodal items, cache salt, prompt
+// embeddings: the router cannot know them from the block alone),
+// attention groups other than 0 of hybrid models, tiers it does not know,
+// offloaded copies of blocks it never saw on the GPU, and events that did
+// not decode. A LoRA block (its adapter in extra_keys, lora_name or
+// lora_id) is hashed with kvgate's key for that adapter. Offloaded copies
+// (offload.go) are the same blocks in a lower tier.
 type Translator struct {
 	h     *kvstore.Hasher
 	loras map[string]uint32 // adapter name -> wire LoRA id
@@ -27,11 +32,30 @@ type Translator struct {
 	mu      sync.Mutex
 	ranks   map[int]map[Hash]*block
 	skipped Skipped
+	// gpuBlockSize is the block size of the last GPU store, to tell how
+	// many GPU blocks an offloaded block spans.
+	gpuBlockSize int
 }
 
-// Skipped counts what could not be translated, by reason.
+// Skipped counts what could not be translated, by reason: blocks, or
+// events for Undecodable.
 type Skipped struct {
 	UnknownParent, ExtraKeys, OtherGroup, UnknownTier, UnknownLoRA, UnknownBlock uint64
+	// Multimodal, CacheSalt and PromptEmbeds are blocks hashed with those
+	// extra keys (ExtraKeys counts keys of no kind vLLM documents).
+	Multimodal, CacheSalt, PromptEmbeds uint64
+	// UnknownOffload counts offloaded copies of blocks never seen on the GPU.
+	UnknownOffload uint64
+	// Undecodable counts events that did not decode (Event.Invalid).
+	Undecodable uint64
+}
+
+// Reasons lists the counts by their metric label.
+func (s Skipped) Reasons() map[string]uint64 {
+	return map[string]uint64{"unknown_parent": s.UnknownParent, "extra_keys": s.ExtraKeys, "other_group": s.OtherGroup,
+		"unknown_tier": s.UnknownTier, "unknown_lora": s.UnknownLoRA, "unknown_block": s.UnknownBlock,
+		"multimodal": s.Multimodal, "cache_salt": s.CacheSalt, "prompt_embeds": s.PromptEmbeds,
+		"unknown_offload": s.UnknownOffload, "undecodable_event": s.Undecodable}
 }
 
 type block struct {
@@ -40,6 +64,11 @@ type block struct {
 	hasParent bool
 	lora      uint32
 	tiers     uint8 // bit per wire tier
+	// parentEng is the engine hash of the parent ("" for none), to walk an
+	// offloaded block's chain back; span is how many GPU blocks the
+	// lower-tier copy ending here covers (offload.go).
+	parentEng Hash
+	span      uint8
 }
 
 // LoRA names an adapter the engine serves: vLLM's name for it, its integer
@@ -91,6 +120,10 @@ func (t *Translator) Apply(rank int, evs []Event) []wire.Event {
 	var out []wire.Event
 	for i := range evs {
 		ev := &evs[i]
+		if ev.Invalid != "" {
+			t.skipped.Undecodable++
+			continue
+		}
 		if ev.GroupIdx != 0 {
 			t.skipped.OtherGroup++
 			continue
@@ -105,6 +138,10 @@ func (t *Translator) Apply(rank int, evs []Event) []wire.Event {
 			tier, ok := tierOf(ev.Medium)
 			if !ok {
 				t.skipped.UnknownTier++
+				continue
+			}
+			if tier != wire.TierGPU {
+				out = t.offloadRemoved(tb, tier, ev, out)
 				continue
 			}
 			var hs []uint64
@@ -123,7 +160,9 @@ func (t *Translator) Apply(rank int, evs []Event) []wire.Event {
 				out = append(out, wire.Event{Kind: wire.EventRemoved, Tier: tier, Hashes: wire.HashesOf(hs)})
 			}
 		case BlockStored:
-			if e, ok := t.stored(tb, ev); ok {
+			if len(ev.TokenIDs) == 0 {
+				out = t.offloadStored(tb, ev, out)
+			} else if e, ok := t.stored(tb, ev); ok {
 				out = append(out, e)
 			}
 		}
@@ -164,10 +203,10 @@ func (t *Translator) stored(tb map[Hash]*block, ev *Event) (wire.Event, bool) {
 	}
 	n := len(ev.BlockHashes)
 	for i, extra := range ev.ExtraKeys {
-		if extra && i < n {
+		if extra&^ExtraLoRA != 0 && i < n {
 			// This block and every later one in the chain depend on keys
 			// the router cannot know from tokens: index the blocks before it.
-			t.skipped.ExtraKeys += uint64(n - i)
+			*t.extraReason(extra) += uint64(n - i)
 			n = i
 			break
 		}
@@ -184,18 +223,35 @@ func (t *Translator) stored(tb map[Hash]*block, ev *Event) (wire.Event, bool) {
 		t.skipped.UnknownBlock += uint64(n)
 		return wire.Event{}, false
 	}
-	prev, prevOK := parent, hasParent
+	prev, prevOK, prevEng := parent, hasParent, ev.Parent
 	for i, eh := range ev.BlockHashes[:n] {
 		b := tb[eh]
 		if b == nil {
-			b = &block{kv: kv[i], parent: prev, hasParent: prevOK, lora: lora}
+			b = &block{kv: kv[i], parent: prev, hasParent: prevOK, lora: lora, parentEng: prevEng}
 			tb[eh] = b
 		}
 		b.tiers |= 1 << tier
-		prev, prevOK = kv[i], true
+		prev, prevOK, prevEng = kv[i], true, eh
+	}
+	if tier == wire.TierGPU {
+		t.gpuBlockSize = ev.BlockSize
 	}
 	return wire.Event{Kind: wire.EventStored, Tier: tier, HasParent: hasParent, Parent: parent, LoRAID: lora,
 		Hashes: wire.HashesOf(kv)}, true
+}
+
+// extraReason is the counter for a block whose extra keys hold more than
+// its adapter.
+func (t *Translator) extraReason(x Extra) *uint64 {
+	switch {
+	case x&ExtraMultimodal != 0:
+		return &t.skipped.Multimodal
+	case x&ExtraCacheSalt != 0:
+		return &t.skipped.CacheSalt
+	case x&ExtraPromptEmbeds != 0:
+		return &t.skipped.PromptEmbeds
+	}
+	return &t.skipped.ExtraKeys
 }
 
 // Reset forgets a rank's blocks (after events were lost for good) and

@@ -74,9 +74,9 @@ func TestTranslateChain(t *testing.T) {
 	tr.Apply(1, []vllm.Event{
 		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{"c1"}, TokenIDs: p[:4], BlockSize: 4, LoRAName: "other"},
 		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{"d1"}, TokenIDs: p[:4], BlockSize: 4, GroupIdx: 1},
-		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{"e1", "e2"}, TokenIDs: p[:8], BlockSize: 4, ExtraKeys: []bool{false, true}},
+		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{"e1", "e2"}, TokenIDs: p[:8], BlockSize: 4, ExtraKeys: []vllm.Extra{0, vllm.ExtraMultimodal}},
 	})
-	if s := tr.Skipped(); s.UnknownLoRA != 1 || s.OtherGroup != 1 || s.ExtraKeys != 1 {
+	if s := tr.Skipped(); s.UnknownLoRA != 1 || s.OtherGroup != 1 || s.Multimodal != 1 {
 		t.Fatalf("skipped %+v", s)
 	}
 

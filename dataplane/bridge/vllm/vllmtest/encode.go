@@ -22,6 +22,10 @@ const (
 	// Tagged is newer vLLM: structs as maps, events tagged under "type",
 	// block hashes as bytes, defaulted fields omitted.
 	Tagged
+	// PositionalCurrent is the current schema (every field of kv_events.py
+	// at 0181ea3) as an array_like encoding writes it: all fields in
+	// declaration order, trailing defaulted ones omitted.
+	PositionalCurrent
 )
 
 // EncodeBatch encodes a batch as msgspec would. Hashes made with IntHash
@@ -31,7 +35,7 @@ func EncodeBatch(enc Encoding, b *vllm.Batch) []byte {
 	e := msgpack.NewEncoder(&buf)
 	e.UseCompactInts(true)
 	e.UseCompactFloats(false)
-	if enc == Positional {
+	if enc != Tagged {
 		n := 2
 		if b.HasRank {
 			n = 3
@@ -109,21 +113,13 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 			}, false},
 			{"medium", str(ev.Medium), false},
 		}
-		if enc == Tagged { // fields newer vLLM added
+		if enc != Positional { // fields newer vLLM added
 			fields = append(fields,
 				field{"lora_name", str(ev.LoRAName), false},
-				field{"extra_keys", func() {
-					_ = e.EncodeArrayLen(len(ev.ExtraKeys))
-					for _, x := range ev.ExtraKeys {
-						if x {
-							_ = e.EncodeArrayLen(1)
-							_ = e.EncodeString("mm-hash")
-						} else {
-							_ = e.EncodeNil()
-						}
-					}
-				}, len(ev.ExtraKeys) == 0},
-				field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0})
+				field{"extra_keys", func() { encodeExtraKeys(e, ev) }, len(ev.ExtraKeys) == 0},
+				field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0},
+				field{"kv_cache_spec_kind", str(ev.KVCacheSpecKind), ev.KVCacheSpecKind == ""},
+				field{"kv_cache_spec_sliding_window", func() { _ = e.EncodeInt(int64(ev.SlidingWindow)) }, ev.SlidingWindow == 0})
 		}
 	case vllm.BlockRemoved:
 		tag = "BlockRemoved"
@@ -131,13 +127,13 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 			{"block_hashes", func() { encodeHashes(e, ev.BlockHashes) }, false},
 			{"medium", str(ev.Medium), false},
 		}
-		if enc == Tagged {
+		if enc != Positional {
 			fields = append(fields, field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0})
 		}
 	case vllm.AllBlocksCleared:
 		tag = "AllBlocksCleared"
 	}
-	if enc == Positional {
+	if enc != Tagged {
 		// array_like: omit_defaults drops only trailing defaulted fields.
 		for len(fields) > 0 && fields[len(fields)-1].omit {
 			fields = fields[:len(fields)-1]
@@ -162,6 +158,44 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 		if !f.omit {
 			_ = e.EncodeString(f.name)
 			f.put()
+		}
+	}
+}
+
+// encodeExtraKeys writes each block's extra keys as vLLM's
+// generate_block_hash_extra_keys orders them: the adapter's name (or, with
+// no name, its id), a (mm identifier, offset) pair, the cache salt, the
+// prompt embeddings' digest; nil for a block with none.
+func encodeExtraKeys(e *msgpack.Encoder, ev *vllm.Event) {
+	_ = e.EncodeArrayLen(len(ev.ExtraKeys))
+	for _, x := range ev.ExtraKeys {
+		var keys []func()
+		if x&vllm.ExtraLoRA != 0 {
+			if ev.LoRAName != "" {
+				keys = append(keys, func() { _ = e.EncodeString(ev.LoRAName) })
+			} else {
+				keys = append(keys, func() { _ = e.EncodeInt(int64(ev.LoRAID)) })
+			}
+		}
+		if x&vllm.ExtraMultimodal != 0 {
+			keys = append(keys, func() { _ = e.EncodeArrayLen(2); _ = e.EncodeString("mm-hash"); _ = e.EncodeInt(0) })
+		}
+		if x&vllm.ExtraCacheSalt != 0 {
+			keys = append(keys, func() { _ = e.EncodeString("salt") })
+		}
+		if x&vllm.ExtraPromptEmbeds != 0 {
+			keys = append(keys, func() { _ = e.EncodeBytes([]byte{0xe0}) })
+		}
+		if x&vllm.ExtraUnknown != 0 {
+			keys = append(keys, func() { _ = e.EncodeBool(true) })
+		}
+		if len(keys) == 0 {
+			_ = e.EncodeNil()
+			continue
+		}
+		_ = e.EncodeArrayLen(len(keys))
+		for _, k := range keys {
+			k()
 		}
 	}
 }
