@@ -360,6 +360,9 @@ func tokens(v any) ([]uint32, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: token_ids is %T", errSchema, v)
 	}
+	if len(l) == 0 {
+		return nil, nil // an offloaded block's event
+	}
 	out := make([]uint32, len(l))
 	for i, x := range l {
 		n, ok := intOf(x)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
 	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
 )
 
 // readHex reads a testdata vector: hex bytes, # comments.
@@ -49,6 +51,25 @@ func TestGoldenBatches(t *testing.T) {
 			TokenIDs: []uint32{1, 2}, BlockSize: 2, LoRAID: 5}, {Kind: vllm.AllBlocksCleared}}}},
 		{"tagged_removed.hex", vllmtest.Tagged, vllm.Batch{TS: 1.5, DPRank: 1, HasRank: true, Events: []vllm.Event{{
 			Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.BytesHash([]byte{0xde, 0xad, 0xbe, 0xef})}, Medium: "GPU"}}}},
+		{"tagged_stored_current.hex", vllmtest.Tagged, vllm.Batch{TS: 1.5, HasRank: true, Events: []vllm.Event{{
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.BytesHash([]byte{1})}, TokenIDs: []uint32{1, 2}, BlockSize: 2,
+			LoRAID: 1, Medium: "GPU", LoRAName: "sql", ExtraKeys: []vllm.Extra{vllm.ExtraLoRA}, GroupIdx: 1,
+			KVCacheSpecKind: "sliding_window", SlidingWindow: 128}}}},
+		{"positional_current_trailing.hex", -1, vllm.Batch{TS: 2, DPRank: 3, HasRank: true, Events: []vllm.Event{{
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, Parent: vllmtest.IntHash(4), TokenIDs: []uint32{7, 8},
+			BlockSize: 2, Medium: "GPU", ExtraKeys: []vllm.Extra{0}, KVCacheSpecKind: "full_attention"},
+			{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, Medium: "GPU", GroupIdx: 1}}}},
+		{"tagged_offload_cpu.hex", vllmtest.Tagged, vllm.Batch{TS: 3, Events: []vllm.Event{
+			{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(0x102)}, TokenIDs: []uint32{1, 2}, BlockSize: 2, Medium: "GPU"},
+			{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{cpuCopy}, Medium: "CPU"},
+			{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{cpuCopy}, Medium: "CPU"}}}},
+		{"tagged_extra_keys.hex", vllmtest.Tagged, vllm.Batch{TS: 1, Events: []vllm.Event{{
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2), vllmtest.IntHash(3)},
+			TokenIDs: []uint32{1, 2, 3}, BlockSize: 1, Medium: "GPU",
+			ExtraKeys: []vllm.Extra{vllm.ExtraCacheSalt, vllm.ExtraMultimodal, vllm.ExtraPromptEmbeds}}}}},
+		{"tagged_bad_event.hex", -1, vllm.Batch{TS: 1, Events: []vllm.Event{{Kind: vllm.AllBlocksCleared},
+			{Kind: vllm.BlockStored, Invalid: "vllm: KV event batch does not match the schema: block_size x"},
+			{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1)}, Medium: "GPU"}}}},
 	}
 	for _, c := range cases {
 		raw := readHex(t, c.file)
@@ -64,6 +85,34 @@ func TestGoldenBatches(t *testing.T) {
 				t.Fatalf("%s: the fake's encoder wrote\n%x\nwant\n%x", c.file, enc, raw)
 			}
 		}
+	}
+}
+
+// cpuCopy is the offloading connector's raw hash of the GPU block whose
+// integer hash is 0x102 (its last 8 bytes).
+var cpuCopy = vllmtest.BytesHash([]byte{0xff, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2})
+
+// TestGoldenOffloadTranslates: the offloading golden batch indexes the GPU
+// block in the CPU tier too, and the CPU removal takes it out of that tier
+// only.
+func TestGoldenOffloadTranslates(t *testing.T) {
+	b, err := vllm.DecodeBatch(readHex(t, "tagged_offload_cpu.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 2, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := vllm.NewTranslator(h, nil)
+	out := tr.Apply(0, b.Events)
+	want, _ := h.Hash(nil, []uint32{1, 2}, nil)
+	if len(out) != 3 || out[1].Tier != wire.TierCPU || out[2].Kind != wire.EventRemoved || out[2].Tier != wire.TierCPU ||
+		out[1].Hashes.AppendTo(nil)[0] != want[0] || out[2].Hashes.AppendTo(nil)[0] != want[0] || tr.Blocks(0) != 1 {
+		t.Fatalf("translated %+v, %d blocks", out, tr.Blocks(0))
+	}
+	if s := tr.Skipped(); s != (vllm.Skipped{}) {
+		t.Fatalf("skipped %+v", s)
 	}
 }
 
