@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 )
 
 // readHex reads a testdata vector: hex bytes, # comments.
-func readHex(t *testing.T, name string) []byte {
+func readHex(t testing.TB, name string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/" + name)
 	if err != nil {
@@ -155,8 +156,13 @@ func TestMalformedBatches(t *testing.T) {
 	}
 }
 
-// FuzzDecodeBatch: arbitrary bytes never panic.
+// FuzzDecodeBatch: arbitrary bytes never panic. Seeded with the golden
+// vectors.
 func FuzzDecodeBatch(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.hex")
+	for _, name := range files {
+		f.Add(readHex(f, filepath.Base(name)))
+	}
 	for _, enc := range []vllmtest.Encoding{vllmtest.Positional, vllmtest.Tagged} {
 		f.Add(vllmtest.EncodeBatch(enc, &vllm.Batch{TS: 1, Events: []vllm.Event{{Kind: vllm.BlockStored,
 			BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, TokenIDs: []uint32{1, 2}, BlockSize: 2}}}))

@@ -1,6 +1,7 @@
 package vllm_test
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -126,4 +127,29 @@ func TestLoRAExtraKeys(t *testing.T) {
 		}
 		tr.Apply(1, []vllm.Event{{Kind: vllm.AllBlocksCleared}})
 	}
+}
+
+// FuzzTranslate: whatever decodes, the translator applies without
+// panicking, and every block it reports is in its snapshot.
+func FuzzTranslate(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.hex")
+	for _, name := range files {
+		f.Add(readHex(f, filepath.Base(name)))
+	}
+	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 2, Model: "m"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		b, err := vllm.DecodeBatch(raw)
+		if err != nil {
+			return
+		}
+		tr := vllm.NewTranslator(h, []vllm.LoRA{{Name: "sql", VLLMID: 1, WireID: 1}})
+		tr.Apply(0, b.Events)
+		tr.Apply(0, b.Events)
+		if n := len(tr.Snapshot(0)); n < tr.Blocks(0) {
+			t.Fatalf("snapshot of %d entries for %d blocks", n, tr.Blocks(0))
+		}
+	})
 }
