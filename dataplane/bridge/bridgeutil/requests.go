@@ -66,3 +66,12 @@ func Broken(out *serve.Server, ctx context.Context, k serve.Key, code wire.Error
 	}
 	out.Fail(k, code, msg)
 }
+
+// Unreachable ends a stream whose HTTP call to the engine failed before any
+// response came back (the engine refused the connection, died, or broke it
+// before its status line): nothing was generated, so the stream ends with
+// OVERLOADED, which routers re-route to another engine before the client
+// sees anything. A cancelled request ends as Broken does.
+func Unreachable(out *serve.Server, ctx context.Context, k serve.Key, engine string, err error) {
+	Broken(out, ctx, k, wire.CodeOverloaded, engine+" unreachable: "+err.Error())
+}

@@ -166,7 +166,7 @@ func (e *Engine) run(ctx context.Context, r *relay, body *completionRequest) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.Client.Do(req)
 	if err != nil {
-		bridgeutil.Broken(e.Out, ctx, r.k, wire.CodeStreamFailed, "llama.cpp: "+err.Error())
+		bridgeutil.Unreachable(e.Out, ctx, r.k, "llama.cpp", err)
 		return
 	}
 	defer resp.Body.Close()

@@ -102,7 +102,7 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.Client.Do(req)
 	if err != nil {
-		bridgeutil.Broken(e.Out, ctx, k, wire.CodeStreamFailed, "engine: "+err.Error())
+		bridgeutil.Unreachable(e.Out, ctx, k, "engine", err)
 		return
 	}
 	defer resp.Body.Close()
