@@ -79,7 +79,7 @@ func (vb *vllmBridge) handshake() wire.Handshake {
 func (vb *vllmBridge) setOut(srv *serve.Server) { vb.Out = srv }
 
 func (vb *vllmBridge) collectors(routers func() int) []prometheus.Collector {
-	return vllm.Collectors(vb.Bridge, vb.subs, routers)
+	return append(vllm.Collectors(vb.Bridge, vb.subs, routers), vllm.SubscriberCollectors(vb.subs)...)
 }
 
 func (vb *vllmBridge) run(ctx context.Context) {

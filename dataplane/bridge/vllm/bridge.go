@@ -58,9 +58,12 @@ func (b *Bridge) Events(rank int, batch *Batch) {
 // tells every router to forget them too; the index then refills from the
 // engine's next events.
 func (b *Bridge) Lost(rank int, reason string) {
+	if rank < 0 || rank >= b.Ranks {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.Log.Warn("KV events lost: routers told to forget this rank's blocks", "rank", rank, "reason", reason)
+	b.Log.Warn("KV events lost: routers told to forget this rank's blocks", "rank", rank, "blocks", b.T.Blocks(rank), "reason", reason)
 	b.seq[rank]++
 	b.Out.Broadcast(&wire.KVEvents{Seq: b.seq[rank], TimestampNano: time.Now().UnixNano(), DPRank: uint16(rank), Events: b.T.Reset(rank)})
 }

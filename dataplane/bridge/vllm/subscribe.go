@@ -13,136 +13,151 @@ import (
 	"github.com/go-zeromq/zmq4"
 )
 
-// endSeq is the replay socket's end-of-replay sequence number (-1).
-const endSeq = ^uint64(0)
+// ErrEndpoint is returned by Subscriber.Run for an endpoint it can never
+// dial (no scheme://); every other dial or receive error is retried.
+var ErrEndpoint = errors.New("vllm: KV event endpoint must be scheme://address")
 
 // Subscriber receives one publisher's KV event batches (vLLM's ZMQ PUB:
 // multipart topic, 8-byte big-endian sequence, msgpack KVEventBatch) and
-// hands them on in sequence order. A gap in the sequence asks vLLM's
-// replay socket (ROUTER: send the first missing sequence number, receive
-// (seq, payload) pairs until seq -1) for what was missed; what cannot be
-// replayed is reported as lost, and so is a publisher restart (the
-// sequence going back).
+// hands them on in sequence order, across publisher restarts and broken
+// connections (see stream.go for how the sequence is kept).
+//
+// Each connection is a fresh SUB socket, dialled with backoff until it
+// connects: zmq4's own reconnection (WithAutomaticReconnect) cannot be
+// trusted at v0.17.0. It re-dials synchronously on the reading goroutine
+// (Conn.checkIO -> socket.scheduleRmConn -> socket.Dial), at most ten
+// times 250ms, dropping the final error, and still hands the broken
+// connection's io.EOF to Recv; a publisher down for longer than 2.5s is
+// never dialled again. zmq4 sends no ZMTP PINGs (it only answers them), so
+// a connection cut without a FIN or RST is noticed by TCP keep-alive
+// (Go's net.Dialer default: 15s idle, then probes).
 type Subscriber struct {
 	Endpoint       string // tcp://host:port of the PUB socket
 	ReplayEndpoint string // tcp://host:port of the ROUTER socket; "" for none
 	Topic          string
-	ReplayTimeout  time.Duration
-	Log            *slog.Logger
+	ReplayTimeout  time.Duration // one replay request; default 2s
+	DialTimeout    time.Duration // one TCP dial; default 5s
+	// RetryMin and RetryMax bound the wait between dials of a publisher
+	// that is not there: it doubles from RetryMin up to RetryMax
+	// (defaults 100ms and 5s) and starts again at RetryMin after a
+	// connection.
+	RetryMin, RetryMax time.Duration
+	Log                *slog.Logger
 	// Batch receives every batch in order; Lost says batches are gone for
 	// good (the receiver must forget what it derived from earlier ones).
 	Batch func(seq uint64, b *Batch)
 	Lost  func(reason string)
-	// Received, Replayed, Gaps and Undecodable count batches and gaps.
-	Received, Replayed, Gaps, Undecodable atomic.Uint64
+	// Received, Replayed, Gaps and Undecodable count batches and gaps;
+	// Reconnects counts connections after the first, FailedDials the
+	// dials that did not connect, Restarts the publisher restarts seen,
+	// Losses the calls to Lost.
+	Received, Replayed, Gaps, Undecodable     atomic.Uint64
+	Reconnects, FailedDials, Restarts, Losses atomic.Uint64
+	// Connected is whether a SUB connection is up now.
+	Connected atomic.Bool
+
+	st stream // Run's goroutine owns it
 }
 
-// Run subscribes until ctx ends.
-func (s *Subscriber) Run(ctx context.Context) error {
+func (s *Subscriber) defaults() {
 	if s.ReplayTimeout <= 0 {
 		s.ReplayTimeout = 2 * time.Second
 	}
-	sub := zmq4.NewSub(ctx, zmq4.WithAutomaticReconnect(true), zmq4.WithDialerRetry(250*time.Millisecond))
-	defer sub.Close()
-	if err := sub.Dial(s.Endpoint); err != nil {
-		return fmt.Errorf("vllm: subscribing to %s: %w", s.Endpoint, err)
+	if s.DialTimeout <= 0 {
+		s.DialTimeout = 5 * time.Second
 	}
+	if s.RetryMin <= 0 {
+		s.RetryMin = 100 * time.Millisecond
+	}
+	if s.RetryMax < s.RetryMin {
+		s.RetryMax = max(5*time.Second, s.RetryMin)
+	}
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Run subscribes until ctx ends: it returns nil then, and ErrEndpoint
+// for an endpoint without a scheme; it never gives up on a publisher.
+func (s *Subscriber) Run(ctx context.Context) error {
+	s.defaults()
+	if !strings.Contains(s.Endpoint, "://") {
+		return fmt.Errorf("%w: %q", ErrEndpoint, s.Endpoint)
+	}
+	wait, connections, failures := s.RetryMin, 0, 0
+	for ctx.Err() == nil {
+		sub, err := s.dial(ctx)
+		if err != nil {
+			s.FailedDials.Add(1)
+			failures++
+			if failures == 1 {
+				s.Log.Warn("KV events: publisher unreachable, re-dialling with backoff", "endpoint", s.Endpoint, "err", err)
+			} else {
+				s.Log.Debug("KV events: dial failed", "endpoint", s.Endpoint, "attempt", failures, "err", err)
+			}
+			if !sleep(ctx, wait) {
+				break
+			}
+			wait = min(2*wait, s.RetryMax)
+			continue
+		}
+		if connections++; connections > 1 {
+			s.Reconnects.Add(1)
+		}
+		s.Log.Info("KV events: subscribed", "endpoint", s.Endpoint, "connection", connections, "failed_dials", failures)
+		wait, failures = s.RetryMin, 0
+		s.Connected.Store(true)
+		err = s.receive(ctx, sub)
+		s.Connected.Store(false)
+		_ = sub.Close()
+		if ctx.Err() == nil {
+			s.Log.Warn("KV events: connection lost, re-dialling", "endpoint", s.Endpoint, "err", err)
+		}
+	}
+	return nil
+}
+
+// dial opens a fresh SUB socket on the endpoint, one TCP dial, no
+// reconnection of zmq4's own.
+func (s *Subscriber) dial(ctx context.Context) (zmq4.Socket, error) {
+	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(s.DialTimeout))
 	if err := sub.SetOption(zmq4.OptionSubscribe, s.Topic); err != nil {
-		return err
+		_ = sub.Close()
+		return nil, fmt.Errorf("subscribing to %q: %w", s.Topic, err)
 	}
-	var last uint64
-	started := false
+	if err := sub.Dial(s.Endpoint); err != nil {
+		_ = sub.Close()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// receive reads one connection's batches until it breaks.
+func (s *Subscriber) receive(ctx context.Context, sub zmq4.Socket) error {
+	s.st.connected(ctx, s)
 	for {
 		msg, err := sub.Recv()
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("vllm: receiving KV events: %w", err)
+			return err
 		}
 		if len(msg.Frames) != 3 || len(msg.Frames[1]) != 8 {
 			s.Undecodable.Add(1)
 			s.Log.Warn("KV events: unexpected message", "frames", len(msg.Frames))
 			continue
 		}
-		seq := binary.BigEndian.Uint64(msg.Frames[1])
-		switch {
-		case started && seq <= last:
-			s.Lost(fmt.Sprintf("publisher restarted (sequence %d after %d)", seq, last))
-		case started && seq > last+1:
-			s.Gaps.Add(1)
-			last = s.replay(ctx, last, seq)
-			if last+1 < seq {
-				s.Lost(fmt.Sprintf("batches %d..%d missed and not replayed", last+1, seq-1))
-			}
-		}
-		started, last = true, seq
-		s.deliver(seq, msg.Frames[2])
+		s.st.live(ctx, s, binary.BigEndian.Uint64(msg.Frames[1]), msg.Frames[2])
 	}
 }
 
-func (s *Subscriber) deliver(seq uint64, payload []byte) {
-	b, err := DecodeBatch(payload)
-	if err != nil {
-		s.Undecodable.Add(1)
-		// A batch we cannot read is a batch lost: its stores would leave
-		// later removals and children untranslatable.
-		s.Log.Warn("KV events: undecodable batch", "seq", seq, "err", err)
-		s.Lost("undecodable batch")
-		return
-	}
-	s.Received.Add(1)
-	s.Batch(seq, b)
-}
-
-// replay fetches batches after last and before next; it returns the last
-// sequence number it delivered.
-func (s *Subscriber) replay(ctx context.Context, last, next uint64) uint64 {
-	if s.ReplayEndpoint == "" {
-		return last
-	}
-	rctx, cancel := context.WithTimeout(ctx, s.ReplayTimeout)
-	defer cancel()
-	d := zmq4.NewDealer(rctx, zmq4.WithDialerTimeout(s.ReplayTimeout))
-	defer d.Close()
-	if err := d.Dial(s.ReplayEndpoint); err != nil {
-		s.Log.Warn("KV events: replay socket", "endpoint", s.ReplayEndpoint, "err", err)
-		return last
-	}
-	var start [8]byte
-	binary.BigEndian.PutUint64(start[:], last+1)
-	// A DEALER sends the empty delimiter a REQ socket would add.
-	if err := d.SendMulti(zmq4.NewMsgFrom([]byte{}, start[:])); err != nil {
-		s.Log.Warn("KV events: replay request", "err", err)
-		return last
-	}
-	for {
-		msg, err := d.Recv()
-		if err != nil {
-			s.Log.Warn("KV events: replay cut short", "err", err, "delivered_up_to", last)
-			return last
-		}
-		frames := msg.Frames
-		if len(frames) > 0 && len(frames[0]) == 0 {
-			frames = frames[1:] // the delimiter
-		}
-		if len(frames) != 2 || len(frames[0]) != 8 {
-			s.Log.Warn("KV events: unexpected replay message", "frames", len(frames))
-			return last
-		}
-		seq := binary.BigEndian.Uint64(frames[0])
-		if seq == endSeq || len(frames[1]) == 0 {
-			return last
-		}
-		if seq != last+1 || seq >= next {
-			if seq > last+1 {
-				return last // the replay buffer no longer holds what we need
-			}
-			continue // already have it, or the live stream has it
-		}
-		s.Replayed.Add(1)
-		s.deliver(seq, frames[1])
-		last = seq
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,24 +57,51 @@ type Request struct {
 	Body   map[string]any
 }
 
+// Option changes what Start listens on.
+type Option func(*addrs)
+
+type addrs struct{ events, replay, http string }
+
+// WithAddrs listens on these host:port addresses instead of random
+// loopback ports ("" keeps a random one): a fake started on the ports of
+// one that was closed is a restarted engine, its sequence numbered from 0
+// again and its cache empty, as vLLM's is.
+func WithAddrs(events, replay, http string) Option {
+	return func(a *addrs) { a.events, a.replay, a.http = events, replay, http }
+}
+
+// Addrs returns the fake's addresses for WithAddrs.
+func (f *Fake) Addrs() (events, replay, http string) {
+	return strings.TrimPrefix(f.EventsURL, "tcp://"), strings.TrimPrefix(f.ReplayURL, "tcp://"), strings.TrimPrefix(f.URL, "http://")
+}
+
 // Start runs a fake on loopback ports.
-func Start(model string, blockSize, capacity int, enc Encoding) (*Fake, error) {
+func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) (*Fake, error) {
+	a := addrs{events: "127.0.0.1:0", replay: "127.0.0.1:0", http: "127.0.0.1:0"}
+	for _, o := range opts {
+		o(&a)
+	}
+	for _, p := range []*string{&a.events, &a.replay, &a.http} {
+		if *p == "" {
+			*p = "127.0.0.1:0"
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel}
 	f.pub = zmq4.NewPub(ctx)
-	if err := f.pub.Listen("tcp://127.0.0.1:0"); err != nil {
+	if err := f.pub.Listen("tcp://" + a.events); err != nil {
 		cancel()
 		return nil, err
 	}
 	f.EventsURL = "tcp://" + f.pub.Addr().String()
 	f.router = zmq4.NewRouter(ctx, zmq4.WithID(zmq4.SocketIdentity("replay")))
-	if err := f.router.Listen("tcp://127.0.0.1:0"); err != nil {
+	if err := f.router.Listen("tcp://" + a.replay); err != nil {
 		f.Close()
 		return nil, err
 	}
 	f.ReplayURL = "tcp://" + f.router.Addr().String()
 	go f.serveReplay()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", a.http)
 	if err != nil {
 		f.Close()
 		return nil, err
