@@ -21,7 +21,11 @@
 //	| kv_cache_spec_sliding_window |
 //
 // BlockRemoved: | block_hashes | medium | group_idx |. AllBlocksCleared: no
-// fields.
+// fields. The newest vLLM adds locality and ownership to both (and
+// session_id to BlockStored), as its offloading connector's events.py at
+// 030ea52effcb05071543c8c42b8f0145e94cee43 sends them: decoded by name
+// from maps, and after kv_cache_spec_sliding_window (BlockStored) or
+// group_idx (BlockRemoved) from arrays.
 //
 // One event that does not decode costs only itself: DecodeBatch marks it
 // Invalid and decodes the rest of the batch (the translator counts it).
@@ -80,6 +84,10 @@ type Event struct {
 	// sent).
 	KVCacheSpecKind string
 	SlidingWindow   int
+	// Locality ("LOCAL", "REMOTE": relative to the publisher) and
+	// Ownership (the secondary offloading tier that produced the event)
+	// are what the newest vLLM adds ("" when not sent).
+	Locality, Ownership string
 	// Invalid says why the event did not decode ("" when it did); such an
 	// event carries only its Kind (when its tag was readable).
 	Invalid string
@@ -192,8 +200,8 @@ func decodeMap(d *msgpack.Decoder) (any, error) {
 // may add fields after these.
 var (
 	storedFields = []string{"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "lora_name",
-		"extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window"}
-	removedFields = []string{"block_hashes", "medium", "group_idx"}
+		"extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "locality", "ownership", "session_id"}
+	removedFields = []string{"block_hashes", "medium", "group_idx", "locality", "ownership"}
 )
 
 func decodeEvent(raw any) (Event, error) {
@@ -244,6 +252,8 @@ func decodeEvent(raw any) (Event, error) {
 		return ev, fmt.Errorf("%w: medium is %T", errSchema, fields["medium"])
 	}
 	ev.GroupIdx, _ = intOf(fields["group_idx"])
+	ev.Locality, _ = fields["locality"].(string)
+	ev.Ownership, _ = fields["ownership"].(string)
 	return ev, nil
 }
 

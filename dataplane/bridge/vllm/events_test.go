@@ -58,8 +58,8 @@ func TestGoldenBatches(t *testing.T) {
 			KVCacheSpecKind: "sliding_window", SlidingWindow: 128}}}},
 		{"positional_current_trailing.hex", -1, vllm.Batch{TS: 2, DPRank: 3, HasRank: true, Events: []vllm.Event{{
 			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, Parent: vllmtest.IntHash(4), TokenIDs: []uint32{7, 8},
-			BlockSize: 2, Medium: "GPU", ExtraKeys: []vllm.Extra{0}, KVCacheSpecKind: "full_attention"},
-			{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, Medium: "GPU", GroupIdx: 1}}}},
+			BlockSize: 2, Medium: "GPU", ExtraKeys: []vllm.Extra{0}, KVCacheSpecKind: "full_attention", Locality: "LOCAL"},
+			{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, Medium: "GPU", GroupIdx: 1, Locality: "LOCAL"}}}},
 		{"tagged_offload_cpu.hex", vllmtest.Tagged, vllm.Batch{TS: 3, Events: []vllm.Event{
 			{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(0x102)}, TokenIDs: []uint32{1, 2}, BlockSize: 2, Medium: "GPU"},
 			{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{cpuCopy}, Medium: "CPU"},
@@ -124,8 +124,8 @@ func TestBothEncodingsRoundTrip(t *testing.T) {
 		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.BytesHash([]byte("h1")), vllmtest.BytesHash([]byte("h2"))},
 			Parent: vllmtest.BytesHash([]byte("p")), TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 2, LoRAID: 2,
 			LoRAName: "sql", Medium: "CPU", ExtraKeys: []vllm.Extra{vllm.ExtraLoRA, vllm.ExtraLoRA | vllm.ExtraMultimodal}, GroupIdx: 1,
-			KVCacheSpecKind: "sliding_window", SlidingWindow: 4096},
-		{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1 << 63)}, Medium: "GPU", GroupIdx: 2},
+			KVCacheSpecKind: "sliding_window", SlidingWindow: 4096, Locality: "LOCAL", Ownership: "fs"},
+		{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1 << 63)}, Medium: "GPU", GroupIdx: 2, Locality: "REMOTE"},
 		{Kind: vllm.AllBlocksCleared},
 	}}
 	for _, enc := range []vllmtest.Encoding{vllmtest.Tagged, vllmtest.PositionalCurrent} {
@@ -138,7 +138,8 @@ func TestBothEncodingsRoundTrip(t *testing.T) {
 	old := b
 	old.Events = []vllm.Event{b.Events[0], b.Events[1], b.Events[2]}
 	old.Events[0].LoRAName, old.Events[0].ExtraKeys, old.Events[0].GroupIdx = "", nil, 0
-	old.Events[1].GroupIdx = 0
+	old.Events[1].GroupIdx, old.Events[1].Locality = 0, ""
+	old.Events[0].Locality, old.Events[0].Ownership = "", ""
 	old.Events[0].KVCacheSpecKind, old.Events[0].SlidingWindow = "", 0
 	got, err := vllm.DecodeBatch(vllmtest.EncodeBatch(vllmtest.Positional, &old))
 	if err != nil || !reflect.DeepEqual(*got, old) {

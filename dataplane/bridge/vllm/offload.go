@@ -98,6 +98,7 @@ func (t *Translator) offloadStored(tb map[Hash]*block, ev *Event, out []wire.Eve
 		kv := make([]uint64, len(bs))
 		for i, b := range bs {
 			b.tiers |= 1 << tier
+			b.refs[tier]++
 			kv[i] = b.kv
 		}
 		out = append(out, wire.Event{Kind: wire.EventStored, Tier: tier, HasParent: bs[0].hasParent, Parent: bs[0].parent,
@@ -107,7 +108,7 @@ func (t *Translator) offloadStored(tb map[Hash]*block, ev *Event, out []wire.Eve
 }
 
 // offloadRemoved drops an offloaded block (the span recorded when it was
-// stored) from its tier.
+// stored) from its tier once no announced copy holds it.
 func (t *Translator) offloadRemoved(tb map[Hash]*block, tier wire.Tier, ev *Event, out []wire.Event) []wire.Event {
 	var hs []uint64
 	for _, h := range ev.BlockHashes {
@@ -121,6 +122,11 @@ func (t *Translator) offloadRemoved(tb map[Hash]*block, tier wire.Tier, ev *Even
 			if b.tiers&(1<<tier) == 0 {
 				continue
 			}
+			if b.refs[tier] > 1 {
+				b.refs[tier]-- // another announced copy still holds it
+				continue
+			}
+			b.refs[tier] = 0
 			hs = append(hs, b.kv)
 			if b.tiers &^= 1 << tier; b.tiers == 0 {
 				delete(tb, engs[i])

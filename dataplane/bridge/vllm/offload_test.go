@@ -153,3 +153,35 @@ func FuzzTranslate(f *testing.F) {
 		}
 	})
 }
+
+// TestOffloadRefcountRemoteAndMediums: newest vLLM's self-describing
+// offload events (tokens and parent, the GPU hash forms) index blocks in
+// the lower tier; a hash two chunks announced stays until both are
+// removed; a REMOTE block is skipped; "Disk" and "STORAGE" are the disk
+// tier.
+func TestOffloadRefcountRemoteAndMediums(t *testing.T) {
+	h := hasher(t)
+	p := prompt(8)
+	want, _ := h.Hash(nil, p, nil)
+	tr := vllm.NewTranslator(h, nil)
+	gpu := []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2)}
+	stored := func(medium string) vllm.Event {
+		return vllm.Event{Kind: vllm.BlockStored, BlockHashes: gpu, TokenIDs: p, BlockSize: 4, Medium: medium}
+	}
+	out := tr.Apply(0, []vllm.Event{stored("GPU"), stored("CPU"), stored("CPU"), stored("Disk"), stored("STORAGE")})
+	if got := hashesOf(out, wire.TierDisk, wire.EventStored); !slices.Equal(got, append(slices.Clone(want), want...)) {
+		t.Fatalf("disk %x", got)
+	}
+	removed := vllm.Event{Kind: vllm.BlockRemoved, BlockHashes: gpu, Medium: "CPU"}
+	if out := tr.Apply(0, []vllm.Event{removed}); len(out) != 0 {
+		t.Fatalf("first CPU removal of a twice-announced chunk: %+v", out)
+	}
+	if out := tr.Apply(0, []vllm.Event{removed}); !slices.Equal(hashesOf(out, wire.TierCPU, wire.EventRemoved), want) {
+		t.Fatalf("second CPU removal: %+v", out)
+	}
+	remote := stored("CPU")
+	remote.Locality, remote.BlockHashes = "REMOTE", []vllm.Hash{"r1", "r2"}
+	if out := tr.Apply(0, []vllm.Event{remote}); len(out) != 0 || tr.Skipped().Remote != 2 {
+		t.Fatalf("remote: %+v, skipped %+v", out, tr.Skipped())
+	}
+}

@@ -46,6 +46,8 @@ type Skipped struct {
 	Multimodal, CacheSalt, PromptEmbeds uint64
 	// UnknownOffload counts offloaded copies of blocks never seen on the GPU.
 	UnknownOffload uint64
+	// Remote counts blocks another engine holds (locality "REMOTE").
+	Remote uint64
 	// Undecodable counts events that did not decode (Event.Invalid).
 	Undecodable uint64
 }
@@ -55,7 +57,7 @@ func (s Skipped) Reasons() map[string]uint64 {
 	return map[string]uint64{"unknown_parent": s.UnknownParent, "extra_keys": s.ExtraKeys, "other_group": s.OtherGroup,
 		"unknown_tier": s.UnknownTier, "unknown_lora": s.UnknownLoRA, "unknown_block": s.UnknownBlock,
 		"multimodal": s.Multimodal, "cache_salt": s.CacheSalt, "prompt_embeds": s.PromptEmbeds,
-		"unknown_offload": s.UnknownOffload, "undecodable_event": s.Undecodable}
+		"unknown_offload": s.UnknownOffload, "undecodable_event": s.Undecodable, "remote": s.Remote}
 }
 
 type block struct {
@@ -69,6 +71,11 @@ type block struct {
 	// lower-tier copy ending here covers (offload.go).
 	parentEng Hash
 	span      uint8
+	// refs counts, per lower tier, the offloaded copies that announced the
+	// block: vLLM re-announces a hash shared by overlapping chunks once per
+	// chunk and expects consumers to count (offloading/events.py at
+	// 030ea52effcb05071543c8c42b8f0145e94cee43).
+	refs [wire.NumTiers]uint16
 }
 
 // LoRA names an adapter the engine serves: vLLM's name for it, its integer
@@ -97,7 +104,10 @@ func tierOf(medium string) (wire.Tier, bool) {
 		return wire.TierGPU, true
 	case "CPU", "cpu", "CPU_PINNED":
 		return wire.TierCPU, true
-	case "DISK", "disk", "LOCAL_DISK", "NVME":
+	case "DISK", "Disk", "disk", "LOCAL_DISK", "NVME", "STORAGE":
+		// "Disk": DiskLoadStoreSpec.medium() (vllm/v1/kv_offload/mediums.py
+		// at 0c2bbc477d0d615ee4d2581bbdfa966054db20f0); "STORAGE":
+		// MEDIUM_STORAGE of the newest kv_events.py.
 		return wire.TierDisk, true
 	}
 	return 0, false
@@ -126,6 +136,10 @@ func (t *Translator) Apply(rank int, evs []Event) []wire.Event {
 		}
 		if ev.GroupIdx != 0 {
 			t.skipped.OtherGroup++
+			continue
+		}
+		if ev.Locality == "REMOTE" || ev.Locality == "remote" {
+			t.skipped.Remote += uint64(len(ev.BlockHashes))
 			continue
 		}
 		switch ev.Kind {
@@ -231,6 +245,9 @@ func (t *Translator) stored(tb map[Hash]*block, ev *Event) (wire.Event, bool) {
 			tb[eh] = b
 		}
 		b.tiers |= 1 << tier
+		if tier != wire.TierGPU {
+			b.refs[tier]++
+		}
 		prev, prevOK, prevEng = kv[i], true, eh
 	}
 	if tier == wire.TierGPU {

@@ -119,7 +119,9 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 				field{"extra_keys", func() { encodeExtraKeys(e, ev) }, len(ev.ExtraKeys) == 0},
 				field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0},
 				field{"kv_cache_spec_kind", str(ev.KVCacheSpecKind), ev.KVCacheSpecKind == ""},
-				field{"kv_cache_spec_sliding_window", func() { _ = e.EncodeInt(int64(ev.SlidingWindow)) }, ev.SlidingWindow == 0})
+				field{"kv_cache_spec_sliding_window", func() { _ = e.EncodeInt(int64(ev.SlidingWindow)) }, ev.SlidingWindow == 0},
+				field{"locality", str(ev.Locality), ev.Locality == ""},
+				field{"ownership", str(ev.Ownership), ev.Ownership == ""})
 		}
 	case vllm.BlockRemoved:
 		tag = "BlockRemoved"
@@ -128,7 +130,9 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 			{"medium", str(ev.Medium), false},
 		}
 		if enc != Positional {
-			fields = append(fields, field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0})
+			fields = append(fields, field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0},
+				field{"locality", str(ev.Locality), ev.Locality == ""},
+				field{"ownership", str(ev.Ownership), ev.Ownership == ""})
 		}
 	case vllm.AllBlocksCleared:
 		tag = "AllBlocksCleared"
