@@ -41,12 +41,12 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder)
 	out := &output{w: w, enc: enc, flavor: req.Kind.Flavor()}
 	gen := req.generate()
 	var lastErr error
+	rr := &route.Request{Model: req.Model, Tokens: req.tokens, Session: req.User}
+	if req.Guided != nil {
+		rr.Needs = wire.FeatureGuided
+	}
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		t0 := time.Now()
-		rr := &route.Request{Model: req.Model, Tokens: req.tokens, Session: req.User}
-		if req.Guided != nil {
-			rr.Needs = wire.FeatureGuided
-		}
 		d, err := g.Router.Route(rr)
 		g.Metrics.observeRoute(time.Since(t0))
 		if err != nil {
@@ -58,6 +58,7 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder)
 			return status
 		}
 		lastErr = err
+		rr.Exclude = append(rr.Exclude, d.Engine)
 		g.Log.Warn("re-routing before first token", "request", req.id, "engine", d.Engine.Addr, "err", err)
 	}
 	return out.fail(&api.Error{Status: 502, Message: "engines failed before the first token: " + errString(lastErr)})

@@ -9,6 +9,7 @@ package route
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,10 @@ type Request struct {
 	Session string // session key for the session policy
 	// Needs are engine features the request requires (structured output).
 	Needs wire.Feature
+	// Exclude are engines this request already failed on before its first
+	// token: a re-route tries the others first, and these only when no
+	// other engine is left.
+	Exclude []*engine.Engine
 }
 
 // Routing errors.
@@ -70,7 +75,10 @@ func (r *Router) Policy() Policy { return r.policy }
 func (r *Router) Route(req *Request) (*Decision, error) {
 	s := scratches.Get().(*scratch)
 	defer scratches.Put(s)
-	s.cands = r.candidates(s.cands[:0], req.Model, req.Needs)
+	s.cands = r.candidates(s.cands[:0], req.Model, req.Needs, req.Exclude)
+	if len(s.cands) == 0 && len(req.Exclude) > 0 {
+		s.cands = r.candidates(s.cands[:0], req.Model, req.Needs, nil)
+	}
 	if len(s.cands) == 0 {
 		return nil, ErrNoEngine
 	}
@@ -113,9 +121,9 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 }
 
 // candidates appends to out the engines that can serve the request.
-func (r *Router) candidates(out []*engine.Engine, model string, needs wire.Feature) []*engine.Engine {
+func (r *Router) candidates(out []*engine.Engine, model string, needs wire.Feature, exclude []*engine.Engine) []*engine.Engine {
 	for _, e := range r.pool.Engines() {
-		if e.Ready() && e.Features()&needs == needs && e.Serves(model) {
+		if e.Ready() && e.Features()&needs == needs && e.Serves(model) && !slices.Contains(exclude, e) {
 			out = append(out, e)
 		}
 	}

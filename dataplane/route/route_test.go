@@ -58,3 +58,33 @@ func TestQueueFull(t *testing.T) {
 		t.Fatalf("after one finished: %v on %v, want %v", err, d, ds[0].Engine.Addr)
 	}
 }
+
+// TestExcludeOnReroute: a re-route never picks an engine the request
+// already failed on while another serves the model, whatever the policy,
+// and falls back to the excluded ones when none is left.
+func TestExcludeOnReroute(t *testing.T) {
+	pool := simPool(t, 2)
+	es := pool.Engines()
+	for _, p := range []Policy{PolicyKV, PolicyRoundRobin, PolicyLeastLoad, PolicySession} {
+		t.Run(string(p), func(t *testing.T) {
+			r := New(pool, p, DefaultWeights())
+			for i := range 20 {
+				tokens := make([]uint32, 256)
+				tokens[0] = uint32(i)
+				d, err := r.Route(&Request{Model: "kvgate/sim", Tokens: tokens, Session: "s", Exclude: es[:1]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Done()
+				if d.Engine == es[0] {
+					t.Fatalf("request %d went to the excluded engine", i)
+				}
+			}
+			d, err := r.Route(&Request{Model: "kvgate/sim", Tokens: make([]uint32, 256), Exclude: es})
+			if err != nil {
+				t.Fatalf("every engine excluded: %v, want one of them", err)
+			}
+			d.Done()
+		})
+	}
+}

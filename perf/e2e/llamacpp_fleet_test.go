@@ -675,18 +675,14 @@ func TestLlamaCppServerKilledMidStream(t *testing.T) {
 	}
 }
 
-// TestLlamaCppDeadServerIsDown: of two llama-servers behind bridges, one
-// is killed while idle. kvgate marks that engine down in /debug/state,
-// and requests with new prefixes, which kv spreads over both engines,
-// all go to the survivor and succeed.
-func TestLlamaCppDeadServerIsDown(t *testing.T) {
-	t.Skip("BUG: a bridge whose llama-server died stays a ready engine: it keeps its wire connection, " +
-		"answers every GENERATE with ERROR stream_failed (connection refused), which kvgate does not " +
-		"re-route, and keeps its last LOAD report; so requests routed to it fail with 502, and only a " +
-		"last report that caught the server busy (TestLlamaCppServerKilledMidStream) keeps them away")
+// killIdleServer starts a fleet, has both engines answer, waits for the
+// victim's LOAD to say it is idle, and SIGKILLs its llama-server, leaving
+// its bridge up.
+func killIdleServer(t *testing.T) (base, admin string, victim, survivor *llamaNode) {
+	t.Helper()
 	nodes, base := startLlamaFleet(t)
-	admin := adminOf(t, base)
-	victim, survivor := nodes[1], nodes[0]
+	admin = adminOf(t, base)
+	victim, survivor = nodes[1], nodes[0]
 	// Both engines answer first, so each has sent a LOAD report of an
 	// idle server and KV events.
 	seen, i := map[string]bool{}, 0
@@ -711,12 +707,14 @@ func TestLlamaCppDeadServerIsDown(t *testing.T) {
 	if err := victim.srv.Kill(); err != nil {
 		t.Logf("kill: %v", err)
 	}
-	checkFor(t, 60*time.Second, 100*time.Millisecond, func() error {
-		if states, _ := debugState(t, admin); states[victim.id] != "down" {
-			return fmt.Errorf("the dead engine %s is %q in /debug/state, want down", victim.id, states[victim.id])
-		}
-		return nil
-	})
+	return base, admin, victim, survivor
+}
+
+// TestLlamaCppDeadServerRerouted: requests routed to a bridge whose
+// llama-server died get OVERLOADED from it, and kvgate serves them on the
+// survivor before the client sees anything.
+func TestLlamaCppDeadServerRerouted(t *testing.T) {
+	base, _, _, survivor := killIdleServer(t)
 	for i := range 10 {
 		resp, body := post(t, base+"/v1/completions", map[string]any{"model": model, "max_tokens": 2,
 			"prompt": fmt.Sprintf("New prefix %d after the kill: %s", i, strings.Repeat("a fresh question ", 8))})
@@ -725,4 +723,19 @@ func TestLlamaCppDeadServerIsDown(t *testing.T) {
 				resp.Header.Get("x-kvgate-engine"), survivor.id, body)
 		}
 	}
+}
+
+// TestLlamaCppDeadServerIsDown: a bridge whose llama-server died should
+// show as down in kvgate, so it is not even tried.
+func TestLlamaCppDeadServerIsDown(t *testing.T) {
+	t.Skip("BUG: a bridge whose llama-server died stays a ready engine: it keeps its wire connection " +
+		"and its last LOAD report; requests routed there are re-routed (OVERLOADED), but each pays a " +
+		"failed attempt. The bridge should drop its routers (or refuse them) while its server is unreachable")
+	_, admin, victim, _ := killIdleServer(t)
+	checkFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		if states, _ := debugState(t, admin); states[victim.id] != "down" {
+			return fmt.Errorf("the dead engine %s is %q in /debug/state, want down", victim.id, states[victim.id])
+		}
+		return nil
+	})
 }
