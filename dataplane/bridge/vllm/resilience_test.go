@@ -161,6 +161,16 @@ func (ix *indexed) lostReasons() string {
 	return strings.Join(ix.lost, "; ")
 }
 
+func startProxy(t *testing.T, target string) *vllmtest.Proxy {
+	t.Helper()
+	p, err := vllmtest.StartProxy(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
 func startFake(t *testing.T, opts ...vllmtest.Option) *vllmtest.Fake {
 	t.Helper()
 	f, err := vllmtest.Start("m", 4, 1000, vllmtest.Tagged, opts...)
@@ -199,7 +209,7 @@ func TestSubscriberSurvivesPublisherRestart(t *testing.T) {
 	})
 	t.Run("replay, ahead", func(t *testing.T) {
 		f := startFake(t)
-		p := startProxy(t, strings.TrimPrefix(f.EventsURL, "tcp://"))
+		p := startProxy(t, f.EventsURL)
 		ix := subscribe(t, p.URL(), f.ReplayURL)
 		ix.serve(f, 1, 5)
 		ix.waitEqual(f, true)
@@ -247,7 +257,7 @@ func (ix *indexed) check(restarts uint64) {
 // immediate reconnection too.
 func TestSubscriberSurvivesCut(t *testing.T) {
 	f := startFake(t)
-	p := startProxy(t, strings.TrimPrefix(f.EventsURL, "tcp://"))
+	p := startProxy(t, f.EventsURL)
 	ix := subscribe(t, p.URL(), f.ReplayURL)
 	ix.serve(f, 1, 5)
 	ix.waitEqual(f, true)

@@ -1,16 +1,17 @@
-package vllm_test
+package vllmtest
 
 import (
 	"io"
 	"net"
+	"strings"
 	"sync"
-	"testing"
 )
 
-// tcpProxy forwards loopback connections to a target so a test can cut
-// them (the kernel sees both ends closed, as when a middlebox or a peer
-// drops a connection) and refuse new ones for a while, without root.
-type tcpProxy struct {
+// Proxy forwards loopback TCP connections to a target so a test can cut
+// them (both ends closed, as when a peer or a middlebox drops a
+// connection) and refuse new ones for a while, without root (ss -K needs
+// it). Put it in front of a fake's PUB socket to cut a subscriber off.
+type Proxy struct {
 	ln     net.Listener
 	target string
 
@@ -20,24 +21,23 @@ type tcpProxy struct {
 	wg     sync.WaitGroup
 }
 
-// startProxy listens on a random loopback port; Close runs at cleanup.
-func startProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
+// StartProxy forwards a random loopback port to target (host:port, or a
+// tcp:// endpoint) until Close.
+func StartProxy(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: strings.TrimPrefix(target, "tcp://"), conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
-	t.Cleanup(p.close)
-	return p
+	return p, nil
 }
 
 // URL is the proxy's tcp:// endpoint.
-func (p *tcpProxy) URL() string { return "tcp://" + p.ln.Addr().String() }
+func (p *Proxy) URL() string { return "tcp://" + p.ln.Addr().String() }
 
-func (p *tcpProxy) accept() {
+func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -50,7 +50,7 @@ func (p *tcpProxy) accept() {
 
 // forward pipes c to a new connection to the target; under p.mu, so a Cut
 // never misses a connection half set up.
-func (p *tcpProxy) forward(c net.Conn) {
+func (p *Proxy) forward(c net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.paused {
@@ -68,7 +68,7 @@ func (p *tcpProxy) forward(c net.Conn) {
 	go p.pipe(up, c)
 }
 
-func (p *tcpProxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
 	_, _ = io.Copy(dst, src)
 	_ = dst.Close()
@@ -77,7 +77,7 @@ func (p *tcpProxy) pipe(dst, src net.Conn) {
 
 // Cut closes every forwarded connection; paused says whether new ones are
 // refused until Resume.
-func (p *tcpProxy) Cut(paused bool) {
+func (p *Proxy) Cut(paused bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.paused = paused
@@ -88,13 +88,15 @@ func (p *tcpProxy) Cut(paused bool) {
 }
 
 // Resume forwards new connections again.
-func (p *tcpProxy) Resume() {
+func (p *Proxy) Resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.paused = false
 }
 
-func (p *tcpProxy) close() {
+// Close stops the proxy and cuts its connections; it returns once its
+// goroutines have.
+func (p *Proxy) Close() {
 	_ = p.ln.Close()
 	p.Cut(true)
 	p.wg.Wait()
