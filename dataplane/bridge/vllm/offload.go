@@ -54,6 +54,9 @@ func resolveOffloaded(tb map[Hash]*block, h Hash) (Hash, *block) {
 
 // span is how many GPU blocks an offloaded block of size blockSize covers.
 func (t *Translator) span(blockSize int) int {
+	if blockSize == 0 {
+		blockSize = t.OffloadBlockSize
+	}
 	if t.gpuBlockSize <= 0 || blockSize <= t.gpuBlockSize || blockSize%t.gpuBlockSize != 0 {
 		return 1
 	}

@@ -73,6 +73,15 @@ func TestOffloadedBlocks(t *testing.T) {
 			if s := tr.Skipped(); s.UnknownOffload != 1 || s.Undecodable != 1 {
 				t.Fatalf("skipped %+v", s)
 			}
+			// With the offloaded block size configured, a block_size 0
+			// copy spans that many GPU blocks too.
+			tr2 := vllm.NewTranslator(h, nil)
+			tr2.OffloadBlockSize = 8
+			out2 := tr2.Apply(0, []vllm.Event{{Kind: vllm.BlockStored, BlockHashes: gpu, TokenIDs: p, BlockSize: 4},
+				{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{cpu(2)}, Medium: "CPU"}})
+			if got := hashesOf(out2, wire.TierCPU, wire.EventStored); !slices.Equal(got, want[:2]) {
+				t.Fatalf("configured span: CPU %x, want %x", got, want[:2])
+			}
 			// The GPU evicts blocks 0 and 3: their CPU copies stay known.
 			tr.Apply(0, []vllm.Event{{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{gpu[0], gpu[3]}, Medium: "GPU"}})
 			if n := len(tr.Snapshot(0)); n != 4+3-2 {

@@ -35,6 +35,12 @@ type Translator struct {
 	// gpuBlockSize is the block size of the last GPU store, to tell how
 	// many GPU blocks an offloaded block spans.
 	gpuBlockSize int
+
+	// OffloadBlockSize is the offloaded block size in tokens (vLLM's
+	// kv_connector_extra_config block_size) for offloading events whose
+	// block_size is 0; 0 takes such a copy as one GPU block. Set it before
+	// the first Apply.
+	OffloadBlockSize int
 }
 
 // Skipped counts what could not be translated, by reason: blocks, or
