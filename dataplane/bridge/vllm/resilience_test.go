@@ -2,6 +2,7 @@ package vllm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -317,5 +318,14 @@ func TestSubscriberWaitsForPublisher(t *testing.T) {
 	ix.waitEqual(f, true)
 	if s := ix.sub; s.Losses.Load() != 0 || s.Reconnects.Load() != 0 {
 		t.Fatalf("losses %d (%s), reconnects %d", s.Losses.Load(), ix.lostReasons(), s.Reconnects.Load())
+	}
+}
+
+// TestSubscriberBadEndpoint: an endpoint that can never be dialled is the
+// one error Run returns; it does not retry it.
+func TestSubscriberBadEndpoint(t *testing.T) {
+	s := &vllm.Subscriber{Endpoint: "127.0.0.1:5557", Batch: func(uint64, *vllm.Batch) {}, Lost: func(string) {}}
+	if err := s.Run(context.Background()); !errors.Is(err, vllm.ErrEndpoint) {
+		t.Fatalf("Run(%q) = %v, want ErrEndpoint", s.Endpoint, err)
 	}
 }
