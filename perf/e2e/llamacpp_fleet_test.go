@@ -725,12 +725,10 @@ func TestLlamaCppDeadServerRerouted(t *testing.T) {
 	}
 }
 
-// TestLlamaCppDeadServerIsDown: a bridge whose llama-server died should
-// show as down in kvgate, so it is not even tried.
+// TestLlamaCppDeadServerIsDown: a bridge whose llama-server died refuses
+// its routers (serve.Server.Suspend), so kvgate shows the engine down and
+// no longer tries it.
 func TestLlamaCppDeadServerIsDown(t *testing.T) {
-	t.Skip("BUG: a bridge whose llama-server died stays a ready engine: it keeps its wire connection " +
-		"and its last LOAD report; requests routed there are re-routed (OVERLOADED), but each pays a " +
-		"failed attempt. The bridge should drop its routers (or refuse them) while its server is unreachable")
 	_, admin, victim, _ := killIdleServer(t)
 	checkFor(t, 60*time.Second, 100*time.Millisecond, func() error {
 		if states, _ := debugState(t, admin); states[victim.id] != "down" {

@@ -64,7 +64,9 @@ type Server struct {
 	raw      map[net.Conn]struct{} // every accepted socket until its goroutine ends
 	nextConn uint64
 	draining bool
-	lns      []net.Listener
+	// suspended, when not "", says why routers are refused (Suspend).
+	suspended string
+	lns       []net.Listener
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -123,9 +125,9 @@ func (s *Server) Draining() bool {
 
 func (s *Server) serveConn(nc net.Conn) {
 	s.mu.Lock()
-	if s.ctx.Err() != nil {
+	if s.ctx.Err() != nil || s.suspended != "" {
 		s.mu.Unlock()
-		nc.Close()
+		nc.Close() // a suspended engine refuses before the handshake: never ready
 		return
 	}
 	s.raw[nc] = struct{}{}
@@ -148,10 +150,15 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.nextConn++
 	c.id = s.nextConn
 	s.conns[c.id] = c
-	draining := s.draining
+	draining, suspended := s.draining, s.suspended
 	s.mu.Unlock()
 	if draining { // joined while Shutdown was telling everyone else
 		_ = wc.Send(0, s.goaway())
+	}
+	if suspended != "" { // finished its handshake while Suspend closed the others
+		_ = wc.SendError(0, wire.CodeShutdown, suspended)
+		s.dropConn(c)
+		return
 	}
 	s.log.Info("router connected", "router", wc.Peer.ID, "remote", nc.RemoteAddr().String())
 	defer s.dropConn(c)

@@ -103,7 +103,8 @@ func (b *Bridge) PollsFailed() uint64 { return b.pollsFailed.Load() }
 
 // Poll reads /slots every slotsEvery and /metrics every loadEvery until ctx
 // ends: slots into the tracker, both into LOAD reports sent to every
-// router. When /slots fails for lostAfter the cache is forgotten.
+// router. When /slots fails for lostAfter the cache is forgotten and
+// routers are refused (serve.Server.Suspend) until it answers again.
 func (b *Bridge) Poll(ctx context.Context, slotsEvery, loadEvery time.Duration) {
 	t := time.NewTicker(slotsEvery)
 	defer t.Stop()
@@ -117,6 +118,9 @@ func (b *Bridge) Poll(ctx context.Context, slotsEvery, loadEvery time.Duration) 
 		now := time.Now()
 		switch {
 		case err == nil:
+			if forgot {
+				b.Out.Resume() // the server answers again: routers reconnect and ask for a snapshot
+			}
 			failing, forgot = time.Time{}, false
 			b.emit(func() []wire.Event { return b.T.Observe(since, slots, now) })
 		case ctx.Err() != nil:
@@ -127,8 +131,12 @@ func (b *Bridge) Poll(ctx context.Context, slotsEvery, loadEvery time.Duration) 
 			if failing.IsZero() {
 				failing = now
 			} else if now.Sub(failing) > lostAfter && !forgot {
-				b.Log.Warn("llama.cpp's /slots keeps failing: routers told to forget its blocks", "since", failing, "err", err)
+				b.Log.Warn("llama.cpp's /slots keeps failing: routers told to forget its blocks and refused until it answers",
+					"since", failing, "err", err)
 				b.emit(b.T.Clear)
+				// Routers should see a down engine, not a ready one that
+				// fails every request.
+				b.Out.Suspend("llama.cpp unreachable: " + err.Error())
 				forgot = true
 			}
 		}
