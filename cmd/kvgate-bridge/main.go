@@ -54,7 +54,7 @@ const (
 type config struct {
 	listen, adminListen, engineURL, kvEvents, kvTopic, replay, model, id, metricsURL string
 	engineKind, tokenizerDir                                                         string
-	blockSize, dpRanks, maxBatched                                                   int
+	blockSize, dpRanks, maxBatched, offloadBlockSize                                 int
 	hashSeed, gpuBlocks                                                              uint64
 	loras                                                                            []vllm.LoRA
 	secret                                                                           []byte
@@ -80,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.model, "model", "", "the model name the engine serves (required)")
 	fs.StringVar(&c.id, "id", host+"-bridge", "engine id announced to routers")
 	fs.IntVar(&c.blockSize, "block-size", 16, "the engine's KV block size in tokens (vLLM --block-size)")
+	fs.IntVar(&c.offloadBlockSize, "offload-block-size", 0, "vLLM offloading: the offloaded block size in tokens (kv_connector_extra_config block_size), for events that say 0; 0: one GPU block")
 	fs.Uint64Var(&c.hashSeed, "hash-seed", 0, "seed of kvgate's block hashes (routers take it from the handshake)")
 	fs.IntVar(&c.dpRanks, "dp-ranks", 1, "data-parallel ranks; rank r's events come from the endpoint's port + r, as vLLM publishes them")
 	fs.IntVar(&c.maxBatched, "max-batched-tokens", 8192, "the engine's tokens per step (vLLM --max-num-batched-tokens)")
@@ -117,6 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.blockSize <= 0 || c.blockSize > kvstore.MaxBlockSize || c.dpRanks < 1 {
 		return nil, fmt.Errorf("--block-size must be 1..%d and --dp-ranks at least 1", kvstore.MaxBlockSize)
+	}
+	if c.offloadBlockSize < 0 || c.offloadBlockSize%c.blockSize != 0 {
+		return nil, fmt.Errorf("--offload-block-size %d: a multiple of --block-size %d", c.offloadBlockSize, c.blockSize)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, err
@@ -194,7 +198,7 @@ func (c *config) checkKind(fs *flag.FlagSet) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "kv-events", "kv-topic", "replay", "lora", "gpu-blocks", "metrics-url":
+		case "kv-events", "kv-topic", "replay", "lora", "gpu-blocks", "metrics-url", "offload-block-size":
 			bad = append(bad, "--"+f.Name)
 		}
 	})

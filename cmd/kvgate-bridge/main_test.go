@@ -31,3 +31,24 @@ func TestEngineKindFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestOffloadBlockSizeFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--offload-block-size", "64"}, true},
+		{[]string{"--offload-block-size", "24"}, false},
+		{[]string{"--offload-block-size", "-16"}, false},
+		{[]string{"--block-size", "0", "--offload-block-size", "64"}, false},
+	} {
+		args := append([]string{"--engine-url", "http://127.0.0.1:1", "--model", "m"}, c.args...)
+		cfg, err := parseFlags(args, io.Discard)
+		if (err == nil) != c.ok {
+			t.Errorf("%v: %v", c.args, err)
+		}
+		if c.ok && cfg.offloadBlockSize != 64 {
+			t.Errorf("%v: offload block size %d", c.args, cfg.offloadBlockSize)
+		}
+	}
+}

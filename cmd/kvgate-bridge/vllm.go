@@ -49,7 +49,9 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 		}
 		scancel()
 	}
-	vb := &vllmBridge{Bridge: vllm.NewBridge(e, vllm.NewTranslator(h, c.loras), c.dpRanks, capacity), c: c, log: log}
+	t := vllm.NewTranslator(h, c.loras)
+	t.OffloadBlockSize = c.offloadBlockSize
+	vb := &vllmBridge{Bridge: vllm.NewBridge(e, t, c.dpRanks, capacity), c: c, log: log}
 	if c.kvEvents != "" {
 		for r := range c.dpRanks {
 			ep, err := vllm.RankEndpoint(c.kvEvents, r)
