@@ -33,7 +33,7 @@ type indexed struct {
 
 // subscribe runs a subscriber on endpoint (and replay, "" for none) until
 // the test ends.
-func subscribe(t *testing.T, endpoint, replay string) *indexed {
+func subscribe(t *testing.T, endpoint, replay string, opts ...func(*vllm.Subscriber)) *indexed {
 	t.Helper()
 	h := hasher(t)
 	ix := &indexed{t: t, h: h, tr: vllm.NewTranslator(h, nil)}
@@ -46,6 +46,9 @@ func subscribe(t *testing.T, endpoint, replay string) *indexed {
 			ix.mu.Unlock()
 			ix.tr.Reset(0)
 		}}
+	for _, o := range opts {
+		o(ix.sub)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ix.sub.Run(ctx) }()
@@ -289,6 +292,32 @@ func TestSubscriberSurvivesCut(t *testing.T) {
 	ix.waitEqual(f, true)
 	if s.Losses.Load() != 0 || s.Restarts.Load() != 0 || s.Reconnects.Load() < 2 {
 		t.Fatalf("losses %d (%s), restarts %d, reconnects %d after two cuts", s.Losses.Load(), ix.lostReasons(), s.Restarts.Load(), s.Reconnects.Load())
+	}
+}
+
+// TestSubscriberProbesSilentConnection: a connection that dies without a
+// FIN or RST (the proxy drops what passes, both ends open) delivers
+// nothing; the idle probe finds on the replay socket what the publisher
+// published, delivers it and dials again, with nothing forgotten.
+func TestSubscriberProbesSilentConnection(t *testing.T) {
+	f := startFake(t)
+	p := startProxy(t, f.EventsURL)
+	ix := subscribe(t, p.URL(), f.ReplayURL, func(s *vllm.Subscriber) { s.ProbeIdle = 50 * time.Millisecond })
+	ix.serve(f, 1, 5)
+	ix.waitEqual(f, true)
+	p.Freeze()
+	ix.serve(f, 10, 3)
+	ix.waitEqual(f, false)
+	checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		if s := ix.sub; s.Reconnects.Load() < 1 || !s.Connected.Load() {
+			return fmt.Errorf("reconnects %d, connected %v", s.Reconnects.Load(), s.Connected.Load())
+		}
+		return nil
+	})
+	ix.serve(f, 20, 2)
+	ix.waitEqual(f, true)
+	if s := ix.sub; s.Losses.Load() != 0 || s.Restarts.Load() != 0 {
+		t.Fatalf("losses %d (%s), restarts %d", s.Losses.Load(), ix.lostReasons(), s.Restarts.Load())
 	}
 }
 

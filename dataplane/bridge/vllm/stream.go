@@ -97,6 +97,25 @@ func (st *stream) live(ctx context.Context, s *Subscriber, seq uint64, payload [
 	}
 }
 
+// probe asks the replay socket, on a silent connection, what the
+// publisher has published since the last batch; it reports whether the
+// connection may stay: false when batches came that it never delivered.
+// A restart found is handled as at a reconnect.
+func (st *stream) probe(ctx context.Context, s *Subscriber) bool {
+	if !st.have {
+		return true
+	}
+	last := st.last
+	switch st.catchUp(ctx, s, endSeq) {
+	case caughtUp:
+		return st.last == last
+	case restarted:
+		st.restart(ctx, s, fmt.Sprintf("publisher restarted: its replay buffer does not hold batch %d as delivered", last), endSeq)
+		return false
+	}
+	return true
+}
+
 // restart forgets the old publisher and replays the new one's history
 // before until.
 func (st *stream) restart(ctx context.Context, s *Subscriber, reason string, until uint64) {

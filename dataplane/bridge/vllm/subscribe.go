@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,8 @@ var ErrEndpoint = errors.New("vllm: KV event endpoint must be scheme://address")
 // connection's io.EOF to Recv; a publisher down for longer than 2.5s is
 // never dialled again. zmq4 sends no ZMTP PINGs (it only answers them), so
 // a connection cut without a FIN or RST is noticed by TCP keep-alive
-// (Go's net.Dialer default: 15s idle, then probes).
+// (Go's net.Dialer default: 15s idle, then probes) or, sooner, by
+// ProbeIdle's question to the replay socket.
 type Subscriber struct {
 	Endpoint       string // tcp://host:port of the PUB socket
 	ReplayEndpoint string // tcp://host:port of the ROUTER socket; "" for none
@@ -42,7 +44,12 @@ type Subscriber struct {
 	// (defaults 100ms and 5s) and starts again at RetryMin after a
 	// connection.
 	RetryMin, RetryMax time.Duration
-	Log                *slog.Logger
+	// ProbeIdle is how long a connection may stay silent before the
+	// replay socket is asked whether the publisher has published since
+	// (then the connection is dead, cut without a FIN or RST, and is
+	// dialled again) or restarted; default 10s, negative for never.
+	ProbeIdle time.Duration
+	Log       *slog.Logger
 	// Batch receives every batch in order; Lost says batches are gone for
 	// good (the receiver must forget what it derived from earlier ones).
 	Batch func(seq uint64, b *Batch)
@@ -71,6 +78,9 @@ func (s *Subscriber) defaults() {
 	}
 	if s.RetryMax < s.RetryMin {
 		s.RetryMax = max(5*time.Second, s.RetryMin)
+	}
+	if s.ProbeIdle == 0 {
+		s.ProbeIdle = 10 * time.Second
 	}
 	if s.Log == nil {
 		s.Log = slog.New(slog.DiscardHandler)
@@ -109,7 +119,6 @@ func (s *Subscriber) Run(ctx context.Context) error {
 		s.Connected.Store(true)
 		err = s.receive(ctx, sub)
 		s.Connected.Store(false)
-		_ = sub.Close()
 		if ctx.Err() == nil {
 			s.Log.Warn("KV events: connection lost, re-dialling", "endpoint", s.Endpoint, "err", err)
 		}
@@ -132,22 +141,65 @@ func (s *Subscriber) dial(ctx context.Context) (zmq4.Socket, error) {
 	return sub, nil
 }
 
-// receive reads one connection's batches until it breaks.
+// receive reads one connection's batches until it breaks, and closes it.
+// Recv blocks and only a Close ends it, so it runs on its own goroutine
+// while this one, which owns the stream, also probes an idle publisher.
 func (s *Subscriber) receive(ctx context.Context, sub zmq4.Socket) error {
+	msgs, errc, done := make(chan zmq4.Msg), make(chan error, 1), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			msg, err := sub.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case msgs <- msg:
+			case <-done:
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		_ = sub.Close()
+		wg.Wait()
+	}()
 	s.st.connected(ctx, s)
+	var idle <-chan time.Time
+	if s.ProbeIdle > 0 && s.ReplayEndpoint != "" {
+		t := time.NewTicker(s.ProbeIdle)
+		defer t.Stop()
+		idle = t.C
+	}
+	heard := true
 	for {
-		msg, err := sub.Recv()
-		if err != nil {
+		select {
+		case err := <-errc:
 			return err
+		case msg := <-msgs:
+			heard = true
+			if len(msg.Frames) != 3 || len(msg.Frames[1]) != 8 {
+				s.Undecodable.Add(1)
+				s.Log.Warn("KV events: unexpected message", "frames", len(msg.Frames))
+				continue
+			}
+			s.st.live(ctx, s, binary.BigEndian.Uint64(msg.Frames[1]), msg.Frames[2])
+		case <-idle:
+			if !heard && !s.st.probe(ctx, s) {
+				return errSilent
+			}
+			heard = false
 		}
-		if len(msg.Frames) != 3 || len(msg.Frames[1]) != 8 {
-			s.Undecodable.Add(1)
-			s.Log.Warn("KV events: unexpected message", "frames", len(msg.Frames))
-			continue
-		}
-		s.st.live(ctx, s, binary.BigEndian.Uint64(msg.Frames[1]), msg.Frames[2])
 	}
 }
+
+// errSilent ends a connection that delivered nothing while the replay
+// socket shows the publisher published.
+var errSilent = errors.New("vllm: the publisher published batches this connection never delivered (cut without a FIN or RST?)")
 
 // sleep waits d or until ctx ends; it reports whether ctx is still live.
 func sleep(ctx context.Context, d time.Duration) bool {

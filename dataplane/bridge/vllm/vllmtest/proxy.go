@@ -1,7 +1,6 @@
 package vllmtest
 
 import (
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	paused bool
 	conns  map[net.Conn]struct{}
+	frozen map[net.Conn]struct{} // what they send is dropped
 	wg     sync.WaitGroup
 }
 
@@ -28,7 +28,7 @@ func StartProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: strings.TrimPrefix(target, "tcp://"), conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: strings.TrimPrefix(target, "tcp://"), conns: map[net.Conn]struct{}{}, frozen: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -70,9 +70,36 @@ func (p *Proxy) forward(c net.Conn) {
 
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			_, frozen := p.frozen[src]
+			p.mu.Unlock()
+			if !frozen {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
+}
+
+// Freeze stops forwarding on the connections open now, leaving them open:
+// what either side sends is dropped, as on a path that died without a FIN
+// or RST. New connections are forwarded.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		p.frozen[c] = struct{}{}
+	}
 }
 
 // Cut closes every forwarded connection; paused says whether new ones are
@@ -85,6 +112,7 @@ func (p *Proxy) Cut(paused bool) {
 		_ = c.Close()
 	}
 	clear(p.conns)
+	clear(p.frozen)
 }
 
 // Resume forwards new connections again.
