@@ -210,6 +210,10 @@ func TestSubscriberSurvivesPublisherRestart(t *testing.T) {
 		ix.serve(f, 10, 2)
 		ix.waitEqual(f, true)
 		ix.check(1)
+		f = restarted(t, f) // and again
+		ix.serve(f, 20, 1)
+		ix.waitEqual(f, true)
+		ix.check(2)
 	})
 	t.Run("replay, ahead", func(t *testing.T) {
 		f := startFake(t)
