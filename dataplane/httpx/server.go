@@ -105,7 +105,7 @@ func (s *Server) Serve() error {
 	}
 	s.addr = net.JoinHostPort(host, portOf(addr))
 	opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithTicker(true), gnet.WithReuseAddr(true),
-		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogLevel(logging.ErrorLevel)} // kvgate logs with slog
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay), gnet.WithLogger(gnetLogger{s.log}), gnet.WithLogLevel(logging.WarnLevel)}
 	if s.cfg.EventLoops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.cfg.EventLoops))
 	}
