@@ -43,6 +43,9 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		tok.Config.ModelMaxLength = c.maxModelLen
 	}
 	checkLimits(log)
+	if err := engine.RouteNetpollLog(log); err != nil {
+		return nil, err
+	}
 	addrs := c.engines
 	if c.simEngines > 0 {
 		if addrs, err = d.startSims(c); err != nil {
