@@ -33,6 +33,8 @@ type Fake struct {
 
 	mu       sync.Mutex
 	cache    map[vllm.Hash]*entry // engine hash -> block
+	offload  offloadTier          // CPU copies of evicted blocks (WithOffload)
+	loras    map[string]int       // adapter name -> vLLM lora_id (WithLoRA)
 	tick     uint64
 	seq      uint64
 	buffer   [][2][]byte // (seq, payload) kept for replay
@@ -48,6 +50,7 @@ type Fake struct {
 type entry struct {
 	used   uint64
 	parent vllm.Hash
+	raw    []byte // the hash's bytes, as vLLM's offloading events carry it
 }
 
 // Request is one completion request as the fake received it.
@@ -57,17 +60,22 @@ type Request struct {
 	Body   map[string]any
 }
 
-// Option changes what Start listens on.
-type Option func(*addrs)
+// Option changes what Start listens on and how the fake behaves.
+type Option func(*options)
 
-type addrs struct{ events, replay, http string }
+type options struct {
+	events, replay, http string
+	cpuBlocks            int // 0: no offloading
+	cpuBlockSize         int // block_size of the CPU events
+	loras                map[string]int
+}
 
 // WithAddrs listens on these host:port addresses instead of random
 // loopback ports ("" keeps a random one): a fake started on the ports of
 // one that was closed is a restarted engine, its sequence numbered from 0
 // again and its cache empty, as vLLM's is.
 func WithAddrs(events, replay, http string) Option {
-	return func(a *addrs) { a.events, a.replay, a.http = events, replay, http }
+	return func(a *options) { a.events, a.replay, a.http = events, replay, http }
 }
 
 // Addrs returns the fake's addresses for WithAddrs.
@@ -77,7 +85,7 @@ func (f *Fake) Addrs() (events, replay, http string) {
 
 // Start runs a fake on loopback ports.
 func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) (*Fake, error) {
-	a := addrs{events: "127.0.0.1:0", replay: "127.0.0.1:0", http: "127.0.0.1:0"}
+	a := options{events: "127.0.0.1:0", replay: "127.0.0.1:0", http: "127.0.0.1:0"}
 	for _, o := range opts {
 		o(&a)
 	}
@@ -86,8 +94,12 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 			*p = "127.0.0.1:0"
 		}
 	}
+	if a.cpuBlockSize < 0 {
+		a.cpuBlockSize = blockSize
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel}
+	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
+		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras}
 	f.pub = zmq4.NewPub(ctx)
 	if err := f.pub.Listen("tcp://" + a.events); err != nil {
 		cancel()
@@ -150,9 +162,20 @@ func (f *Fake) Cached(h vllm.Hash) bool {
 }
 
 // BlockHashes returns the engine hashes of a prompt's full blocks: int
-// hashes for the positional encoding, 32-byte sha256 hashes for the tagged.
+// hashes for the positional encoding (the digest's last 8 bytes as a
+// big-endian integer, as vLLM's maybe_convert_block_hash makes them),
+// 32-byte sha256 hashes for the tagged.
 func (f *Fake) BlockHashes(prompt []uint32) []vllm.Hash {
+	hs, _ := f.blockHashes("", prompt)
+	return hs
+}
+
+// blockHashes returns a prompt's engine hashes and their raw digests; an
+// adapter's name enters every block's digest, as vLLM hashes a block's
+// extra keys with its tokens.
+func (f *Fake) blockHashes(lora string, prompt []uint32) ([]vllm.Hash, [][]byte) {
 	var out []vllm.Hash
+	var raws [][]byte
 	parent := []byte("root")
 	for i := 0; (i+1)*f.BlockSize <= len(prompt); i++ {
 		h := sha256.New()
@@ -160,21 +183,27 @@ func (f *Fake) BlockHashes(prompt []uint32) []vllm.Hash {
 		for _, t := range prompt[i*f.BlockSize : (i+1)*f.BlockSize] {
 			h.Write(binary.LittleEndian.AppendUint32(nil, t))
 		}
+		if lora != "" {
+			h.Write([]byte(lora))
+		}
 		sum := h.Sum(nil)
 		parent = sum
+		raws = append(raws, sum)
 		if f.Encoding == Positional {
-			out = append(out, IntHash(binary.BigEndian.Uint64(sum)))
+			out = append(out, IntHash(binary.BigEndian.Uint64(sum[len(sum)-8:])))
 		} else {
 			out = append(out, BytesHash(sum))
 		}
 	}
-	return out
+	return out, raws
 }
 
-// admit caches a prompt's blocks and publishes what changed; it returns
-// the prompt tokens that were already cached.
-func (f *Fake) admit(prompt []uint32) int {
-	hs := f.BlockHashes(prompt)
+// admit caches a prompt's blocks (an adapter's when lora is not "") and
+// publishes what changed in one batch: the GPU stores, the CPU copies of
+// the blocks evicted for them, their GPU removals and the CPU copies that
+// made room; it returns the prompt tokens that were already cached.
+func (f *Fake) admit(lora string, prompt []uint32) int {
+	hs, raws := f.blockHashes(lora, prompt)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cached := 0
@@ -190,9 +219,16 @@ func (f *Fake) admit(prompt []uint32) int {
 		if cached > 0 {
 			st.Parent = hs[cached-1]
 		}
+		if lora != "" {
+			st.LoRAName, st.LoRAID = lora, f.loras[lora]
+			st.ExtraKeys = make([]vllm.Extra, len(st.BlockHashes))
+			for i := range st.ExtraKeys {
+				st.ExtraKeys[i] = vllm.ExtraLoRA
+			}
+		}
 		for i, h := range hs[cached:] {
 			f.tick++
-			e := &entry{used: f.tick}
+			e := &entry{used: f.tick, raw: raws[i+cached]}
 			if i+cached > 0 {
 				e.parent = hs[i+cached-1]
 			}
@@ -201,7 +237,10 @@ func (f *Fake) admit(prompt []uint32) int {
 		evs = append(evs, st)
 	}
 	if over := len(f.cache) - f.Capacity; over > 0 {
-		evs = append(evs, vllm.Event{Kind: vllm.BlockRemoved, BlockHashes: f.evict(over), Medium: "GPU"})
+		victims, entries := f.evict(over)
+		evs = append(evs, f.offloadEvicted(victims, entries)...)
+		evs = append(evs, vllm.Event{Kind: vllm.BlockRemoved, BlockHashes: victims, Medium: "GPU"})
+		evs = append(evs, f.trimCPU()...)
 	}
 	if len(evs) > 0 {
 		f.publish(evs)
@@ -210,8 +249,9 @@ func (f *Fake) admit(prompt []uint32) int {
 }
 
 // evict removes the n least recently used blocks; f.mu is held.
-func (f *Fake) evict(n int) []vllm.Hash {
+func (f *Fake) evict(n int) ([]vllm.Hash, []*entry) {
 	var out []vllm.Hash
+	var entries []*entry
 	for range n {
 		var victim vllm.Hash
 		var oldest uint64
@@ -220,10 +260,11 @@ func (f *Fake) evict(n int) []vllm.Hash {
 				victim, oldest = h, e.used
 			}
 		}
+		entries = append(entries, f.cache[victim])
 		delete(f.cache, victim)
 		out = append(out, victim)
 	}
-	return out
+	return out, entries
 }
 
 // Clear empties the cache (vLLM's reset_prefix_cache) and says so.
@@ -231,6 +272,7 @@ func (f *Fake) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	clear(f.cache)
+	clear(f.offload.blocks)
 	f.publish([]vllm.Event{{Kind: vllm.AllBlocksCleared}})
 }
 
@@ -294,7 +336,10 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"prompt must be token ids"}}`, http.StatusBadRequest)
 		return
 	}
-	if req.Model != f.Model {
+	lora := ""
+	if _, ok := f.loras[req.Model]; ok {
+		lora = req.Model
+	} else if req.Model != f.Model {
 		http.Error(w, `{"error":{"message":"model not found"}}`, http.StatusNotFound)
 		return
 	}
@@ -303,7 +348,7 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 	f.running++
 	f.mu.Unlock()
 	defer func() { f.mu.Lock(); f.running--; f.mu.Unlock() }()
-	cached := f.admit(req.Prompt)
+	cached := f.admit(lora, req.Prompt)
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	usage := func(n int) map[string]any {
@@ -356,9 +401,12 @@ func (f *Fake) metrics(w http.ResponseWriter, _ *http.Request) {
 
 // Serve runs a prompt through the cache as a request would (events
 // included) without the HTTP API.
-func (f *Fake) Serve(prompt []uint32) int { return f.admit(prompt) }
+func (f *Fake) Serve(prompt []uint32) int { return f.admit("", prompt) }
 
-// Blocks counts the blocks in the fake's cache.
+// ServeLoRA is Serve for a request to an adapter the fake serves (WithLoRA).
+func (f *Fake) ServeLoRA(adapter string, prompt []uint32) int { return f.admit(adapter, prompt) }
+
+// Blocks counts the blocks in the fake's (GPU) cache.
 func (f *Fake) Blocks() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
