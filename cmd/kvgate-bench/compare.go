@@ -16,55 +16,110 @@ import (
 	"github.com/kvgate/kvgate/perf/workload"
 )
 
-// cmdCompare replays one workload against a fresh cluster per policy: N
-// simulated engines in this process (real TCP on loopback, cold caches) and
-// a kvgate process routing to them.
+// compareFlags are compare's flags beyond the load generator's: the
+// policies, the routers, and either the simulated engines to start or the
+// engines that run already (externalFlags).
+type compareFlags struct {
+	policies, kvgateBin, reportDir string
+	load                           float64
+	rf                             replicaFlags
+	ext                            externalFlags
+
+	engines, gpuBlocks, cpuBlocks int
+	profile                       string
+
+	// extra are flags of the command that called compare, recorded with
+	// compare's own.
+	extra map[string]any
+}
+
+// register binds the flags; sim adds those of simulated engines, which
+// the llamacpp command, whose engines are real, leaves out.
+func (c *compareFlags) register(fs *flag.FlagSet, sim bool) {
+	fs.StringVar(&c.policies, "policies", "kv,round-robin,least-load,session,approx-prefix,dynamo", "policies to compare")
+	fs.StringVar(&c.kvgateBin, "kvgate", "", "kvgate binary (default: next to kvgate-bench, then $PATH)")
+	fs.StringVar(&c.reportDir, "report", "", "write a Markdown report and SVG plots here")
+	fs.Float64Var(&c.load, "load", 1, "offered load: arrivals this many times denser than the workload's, engines at --speed")
+	c.rf.register(fs)
+	if !sim {
+		return
+	}
+	c.ext.register(fs)
+	fs.IntVar(&c.engines, "engines", 8, "simulated engines (without --engine-addrs or --http-engines)")
+	fs.StringVar(&c.profile, "sim-profile", "default", "engine timing profile: default, zero, or a JSON file")
+	fs.IntVar(&c.gpuBlocks, "gpu-blocks", 16384, "GPU KV blocks per simulated engine (16 tokens each)")
+	fs.IntVar(&c.cpuBlocks, "cpu-blocks", 0, "CPU tier blocks per simulated engine")
+}
+
+// cmdCompare replays one workload under each policy: either against a
+// fresh cluster per policy, N simulated engines in this process (real TCP
+// on loopback, cold caches) and a kvgate process routing to them, or
+// against engines that run already (--engine-addrs, --http-engines), with
+// only the kvgate processes started per policy and the engines' caches
+// flushed between policies where they can be (--llamacpp).
 func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var l loadFlags
 	l.register(fs)
-	engines := fs.Int("engines", 8, "simulated engines")
-	policies := fs.String("policies", "kv,round-robin,least-load,session,approx-prefix,dynamo", "policies to compare")
-	profile := fs.String("sim-profile", "default", "engine timing profile: default, zero, or a JSON file")
-	gpuBlocks := fs.Int("gpu-blocks", 16384, "GPU KV blocks per engine (16 tokens each)")
-	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU tier blocks per engine")
-	kvgateBin := fs.String("kvgate", "", "kvgate binary (default: next to kvgate-bench, then $PATH)")
-	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
-	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's, engines at --speed")
-	var rf replicaFlags
-	rf.register(fs)
+	var c compareFlags
+	c.register(fs, true)
 	wl, err := l.parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := rf.check(); err != nil {
+	if err := c.rf.check(); err != nil {
 		return err
 	}
-	wl.Denser(*load)
-	prof, err := sim.LoadProfile(*profile)
+	if err := c.ext.check(); err != nil {
+		return err
+	}
+	wl.Denser(c.load)
+	bin, err := routers.FindKvgate(c.kvgateBin)
 	if err != nil {
 		return err
 	}
-	bin, err := routers.FindKvgate(*kvgateBin)
+	if c.ext.external() {
+		return compareExternal(ctx, &l, &c, bin, wl, stdout, stderr)
+	}
+	prof, err := sim.LoadProfile(c.profile)
 	if err != nil {
 		return err
 	}
-	cmp := &report.Comparison{Workload: l.workload, Policies: map[string]*loadgen.Result{}, Flags: l.flagMap()}
-	for k, v := range map[string]any{"engines": *engines, "sim_profile": prof.Name, "gpu_blocks": *gpuBlocks,
-		"cpu_blocks": *cpuBlocks, "policies": *policies, "load": *load} {
-		cmp.Flags[k] = v
+	out := c.comparison(&l)
+	for k, v := range map[string]any{"engines": c.engines, "sim_profile": prof.Name, "gpu_blocks": c.gpuBlocks,
+		"cpu_blocks": c.cpuBlocks} {
+		out.Flags[k] = v
 	}
-	rf.record(cmp.Flags)
-	return eachPolicy(ctx, cmp, *policies, l.jsonOut, *reportDir, stdout, func(policy string) (*loadgen.Result, error) {
-		fmt.Fprintf(stderr, "== %s: %d requests of %s on %d engines\n", policy, len(wl.Requests), l.workload, *engines)
-		return comparePolicy(ctx, policy, bin, *engines, prof, *gpuBlocks, *cpuBlocks, &l, &rf, wl, stderr)
+	return eachPolicy(ctx, out, c.policies, l.jsonOut, c.reportDir, stdout, func(policy string) (*loadgen.Result, error) {
+		fmt.Fprintf(stderr, "== %s: %d requests of %s on %d engines\n", policy, len(wl.Requests), l.workload, c.engines)
+		return comparePolicy(ctx, policy, bin, c.engines, prof, c.gpuBlocks, c.cpuBlocks, &l, &c.rf, wl, stderr)
 	})
 }
 
-// eachPolicy runs one measurement per policy into cmp, prints each result,
+// comparison is an empty comparison with the flags every compare records.
+func (c *compareFlags) comparison(l *loadFlags) *comparison {
+	cmp := &report.Comparison{Workload: l.workload, Policies: map[string]*loadgen.Result{}, Flags: l.flagMap()}
+	cmp.Flags["policies"], cmp.Flags["load"] = c.policies, c.load
+	for k, v := range c.extra {
+		cmp.Flags[k] = v
+	}
+	c.rf.record(cmp.Flags)
+	return &comparison{Comparison: cmp}
+}
+
+// comparison is what compare writes as JSON: the report's comparison and,
+// for engines that count their own prompt tokens, those counts per policy.
+type comparison struct {
+	*report.Comparison
+	// EngineCounters are, per policy, the engines' own counters over its
+	// run (engineRun); empty when no engine was asked.
+	EngineCounters map[string]*engineRun `json:"engine_counters,omitempty"`
+}
+
+// eachPolicy runs one measurement per policy into out, prints each result,
 // and writes the JSON and the report.
-func eachPolicy(ctx context.Context, cmp *report.Comparison, policies, jsonOut, reportDir string, stdout io.Writer,
+func eachPolicy(ctx context.Context, out *comparison, policies, jsonOut, reportDir string, stdout io.Writer,
 	measure func(policy string) (*loadgen.Result, error)) error {
 	for _, policy := range strings.Split(policies, ",") {
 		policy = strings.TrimSpace(policy)
@@ -73,19 +128,28 @@ func eachPolicy(ctx context.Context, cmp *report.Comparison, policies, jsonOut, 
 			return fmt.Errorf("policy %s: %w", policy, err)
 		}
 		printResult(stdout, policy, res)
-		cmp.Policies[policy] = res
-		cmp.Order = append(cmp.Order, policy)
+		if run := out.EngineCounters[policy]; run != nil {
+			run.print(stdout)
+		}
+		out.Policies[policy] = res
+		out.Order = append(out.Order, policy)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if err := cmp.WriteJSON(orDiscard(jsonOut)); err != nil {
+	if len(out.EngineCounters) > 0 {
+		printEngineTable(stdout, out)
+	}
+	if err := writeJSON(orDiscard(jsonOut), out); err != nil {
 		return err
 	}
-	if reportDir != "" {
-		return cmp.WriteDir(reportDir)
+	if reportDir == "" {
+		return nil
 	}
-	return nil
+	if err := out.WriteDir(reportDir); err != nil {
+		return err
+	}
+	return out.appendEngineTable(reportDir)
 }
 
 func orDiscard(path string) string {
@@ -109,11 +173,11 @@ func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Prof
 	}
 	defer engines.Close()
 	ids, addrs := engines.IDs, engines.Addrs
-	base, stop, err := rf.startRouters(ctx, bin, policy, addrs)
+	rs, base, err := rf.startRouters(ctx, bin, policy, addrs, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer rs.Stop()
 	o, err := l.options(base, progress)
 	if err != nil {
 		return nil, err

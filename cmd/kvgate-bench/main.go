@@ -1,7 +1,9 @@
 // Command kvgate-bench is kvgate's perf harness: `run` drives any OpenAI- or
-// Anthropic-compatible endpoint with a workload; `compare` starts simulated
-// engines and a kvgate per routing policy and replays the same workload
-// against each.
+// Anthropic-compatible endpoint with a workload; `compare` starts a kvgate
+// per routing policy, in front of simulated engines it starts or of
+// engines that run already, and replays the same workload against each;
+// `llamacpp` starts llama.cpp servers behind bridges and compares on them;
+// `simulate` runs the cluster in virtual time.
 package main
 
 import (
@@ -29,6 +31,8 @@ const usage = `Usage: kvgate-bench COMMAND [flags]
 Commands:
   run      drive an endpoint: --target URL --workload SPEC [--api ...] [--rate R | --speed X | --concurrency C] --json FILE
   compare  simulated engines and a kvgate per policy: --engines N --policies P1,P2 --workload SPEC --json FILE --report DIR
+           or engines that run already: --engine-addrs HOST:PORT,... | --http-engines URL,... [--llamacpp URL,...]
+  llamacpp real engines: --servers N llama-servers (perf/gguf model) behind kvgate-bridge, then compare against them
   simulate a virtual-time cluster: --engines N --routers M --sync-delay D --policies ... --workload SPEC --json FILE --report DIR
 
 Workload SPECs: mooncake:PATH, azure:PATH, shared-prefix:groups=8,prefix=4096,suffix=256,n=1000,rate=4,
@@ -56,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCompare(ctx, args[1:], stdout, stderr)
 	case "simulate":
 		err = cmdSimulate(ctx, args[1:], stdout, stderr)
+	case "llamacpp":
+		err = cmdLlamaCpp(ctx, args[1:], stdout, stderr)
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}

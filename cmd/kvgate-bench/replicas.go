@@ -39,22 +39,23 @@ func (r *replicaFlags) record(flags map[string]any) {
 	flags["replicas"], flags["sync"], flags["sync_interval"], flags["target_replicas"] = r.n, r.sync, r.interval.String(), r.targets
 }
 
-// startRouters starts the replicas (kvgate processes) and returns their base
-// URLs joined by commas (the load generator's multi-target form) and a
-// function that stops them.
-func (r *replicaFlags) startRouters(ctx context.Context, bin, policy string, engines []string) (string, func(), error) {
+// startRouters starts the replicas (kvgate processes) in front of the
+// wire-protocol engines and the HTTP engines, and returns them and the
+// base URLs to send requests to, joined by commas (the load generator's
+// multi-target form).
+func (r *replicaFlags) startRouters(ctx context.Context, bin, policy string, engines, httpEngines []string) (*routers.Routers, string, error) {
 	sync, err := routers.ParseSync(r.sync)
 	if err != nil {
-		return "", nil, err
+		return nil, "", err
 	}
-	rs, err := routers.Start(ctx, routers.Options{Binary: bin, Policy: policy, Engines: engines,
+	rs, err := routers.Start(ctx, routers.Options{Binary: bin, Policy: policy, Engines: engines, HTTPEngines: httpEngines,
 		Replicas: r.n, Sync: sync, SyncInterval: r.interval})
 	if err != nil {
-		return "", nil, err
+		return nil, "", err
 	}
 	bases := rs.Bases
 	if r.targets > 0 {
 		bases = bases[:r.targets]
 	}
-	return strings.Join(bases, ","), rs.Stop, nil
+	return rs, strings.Join(bases, ","), nil
 }

@@ -44,9 +44,9 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rank := sim.DefaultConfig().Rank
 	rank.Profile, rank.GPUBlocks, rank.MaxModelLen = prof, *gpuBlocks, 1<<20
-	cmp := &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
+	cmp := &comparison{Comparison: &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
 		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
-		"gpu_blocks": *gpuBlocks, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}
+		"gpu_blocks": *gpuBlocks, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	weights := route.DefaultWeights()
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)

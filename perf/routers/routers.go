@@ -1,6 +1,7 @@
 // Package routers starts kvgate routers as real processes on loopback for
-// benchmarks: one or several replicas in front of given engines, joined in
-// a replica ring or not, each waited for until it is ready.
+// benchmarks: one or several replicas in front of given engines (wire
+// protocol engines, HTTP engines or both), joined in a replica ring or not,
+// each waited for until it is ready.
 package routers
 
 import (
@@ -44,9 +45,12 @@ func ParseSync(s string) (Sync, error) {
 // Options describe the routers to start.
 type Options struct {
 	// Binary is the kvgate executable.
-	Binary  string
-	Policy  string
-	Engines []string
+	Binary string
+	Policy string
+	// Engines are wire-protocol engines (kvgate --engine), HTTPEngines
+	// OpenAI-compatible ones (--http-engine); at least one of the two.
+	Engines     []string
+	HTTPEngines []string
 	// Replicas is how many routers; Sync and SyncInterval join them.
 	Replicas     int
 	Sync         Sync
@@ -59,7 +63,10 @@ type Options struct {
 type Routers struct {
 	// Bases are the routers' base URLs, in start order.
 	Bases []string
-	cmds  []*exec.Cmd
+	// Admins are their admin listeners' base URLs (/metrics,
+	// /debug/state), in the same order.
+	Admins []string
+	cmds   []*exec.Cmd
 }
 
 // Start starts o.Replicas routers and waits until each is ready.
@@ -73,38 +80,52 @@ func Start(ctx context.Context, o Options) (*Routers, error) {
 	}
 	rs := &Routers{}
 	for i := range o.Replicas {
-		args := []string{"--engine", strings.Join(o.Engines, ","), "--policy", o.Policy, "--listen", "127.0.0.1:0",
+		args := []string{"--policy", o.Policy, "--listen", "127.0.0.1:0",
 			"--admin-listen", "127.0.0.1:0", "--max-inflight", "0", "--max-model-len", "1000000"}
+		if len(o.Engines) > 0 {
+			args = append(args, "--engine", strings.Join(o.Engines, ","))
+		}
+		if len(o.HTTPEngines) > 0 {
+			args = append(args, "--http-engine", strings.Join(o.HTTPEngines, ","))
+		}
 		if o.Replicas > 1 && o.Sync != SyncNone {
 			args = append(args, "--replica-id", fmt.Sprintf("replica-%d", i), "--ring-listen", ringAddrs[i],
 				"--peers", strings.Join(ringAddrs, ","), "--sync-interval", o.SyncInterval.String(),
 				fmt.Sprintf("--ring-broadcast=%v", o.Sync == SyncBroadcast))
 		}
-		base, err := rs.start(ctx, o, args)
+		base, admin, err := rs.start(ctx, o, args)
 		if err != nil {
 			rs.Stop()
 			return nil, err
 		}
-		rs.Bases = append(rs.Bases, base)
+		rs.Bases, rs.Admins = append(rs.Bases, base), append(rs.Admins, admin)
 	}
 	return rs, nil
 }
 
-func (rs *Routers) start(ctx context.Context, o Options, args []string) (string, error) {
+func (rs *Routers) start(ctx context.Context, o Options, args []string) (base, admin string, err error) {
 	cmd := exec.CommandContext(ctx, o.Binary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", err
+		return "", "", err
 	}
 	rs.cmds = append(rs.cmds, cmd)
-	base, err := waitListening(stderr)
-	if err != nil {
-		return "", err
+	if base, admin, err = waitListening(stderr); err != nil {
+		return "", "", err
 	}
-	return base, waitReady(ctx, base, o.ReadyTimeout)
+	return base, admin, waitReady(ctx, base, o.ReadyTimeout)
+}
+
+// Pids are the routers' process ids, in start order.
+func (rs *Routers) Pids() []int {
+	pids := make([]int, len(rs.cmds))
+	for i, c := range rs.cmds {
+		pids[i] = c.Process.Pid
+	}
+	return pids
 }
 
 // Stop sends SIGTERM to every router and waits for them to exit.
@@ -119,8 +140,9 @@ func (rs *Routers) Stop() {
 }
 
 // waitListening reads kvgate's JSON log until its "kvgate listening" line,
-// then keeps draining the log in the background.
-func waitListening(r io.Reader) (string, error) {
+// then keeps draining the log in the background. It returns the public and
+// the admin base URLs.
+func waitListening(r io.Reader) (base, admin string, err error) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		var m map[string]any
@@ -128,9 +150,9 @@ func waitListening(r io.Reader) (string, error) {
 			continue
 		}
 		go func() { _, _ = io.Copy(io.Discard, r) }()
-		return "http://" + fmt.Sprint(m["addr"]), nil
+		return "http://" + fmt.Sprint(m["addr"]), "http://" + fmt.Sprint(m["admin"]), nil
 	}
-	return "", errors.New("kvgate exited before listening")
+	return "", "", errors.New("kvgate exited before listening")
 }
 
 // waitReady polls /ready until it answers 200.

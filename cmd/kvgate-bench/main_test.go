@@ -1,0 +1,14 @@
+package main
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if a test leaves a goroutine behind; the tests'
+// fake llama.cpp servers and the client's idle connections are closed by
+// each test.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
