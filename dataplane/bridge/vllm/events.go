@@ -27,6 +27,8 @@
 // from maps, and after kv_cache_spec_sliding_window (BlockStored) or
 // group_idx (BlockRemoved) from arrays.
 //
+// SGLang publishes the same batches (sglang.go says where they differ).
+//
 // One event that does not decode costs only itself: DecodeBatch marks it
 // Invalid and decodes the rest of the batch (the translator counts it).
 package vllm
@@ -287,6 +289,9 @@ func decodeStored(ev *Event, fields map[string]any) error {
 		for i, k := range ks {
 			ev.ExtraKeys[i] = classifyExtra(k, ev, i == 0 && ev.Parent == "")
 		}
+	}
+	if sglangSalt(fields) != "" {
+		markSalted(ev) // sglang.go
 	}
 	ev.KVCacheSpecKind, _ = fields["kv_cache_spec_kind"].(string)
 	ev.SlidingWindow, _ = intOf(fields["kv_cache_spec_sliding_window"])
