@@ -36,7 +36,8 @@ package vllm
 //     page, block_size = page_size tokens (--page-size, 1 by default), the
 //     parent being the previous page's hash (None under the root).
 //     kvgate-bridge --block-size must equal SGLang's --page-size: an event of
-//     another size cannot be rehashed and is skipped (unknown_block).
+//     another size cannot be rehashed and is skipped (unknown_block; the
+//     pages chained to it then count as unknown_parent).
 //   - LoRA and salt: SGLang keeps adapters and cache salts apart in the
 //     radix tree (RadixKey.extra_key) but publishes lora_id None and no
 //     extra keys; only the salt reaches the events, in the later
