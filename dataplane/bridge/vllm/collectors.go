@@ -7,18 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // decode, the blocks it could not translate by reason, the blocks it knows
 // the engine holds, and the routers connected (routers reports them).
 func Collectors(b *Bridge, subs []*Subscriber, routers func() int) []prometheus.Collector {
-	sum := func(f func(s *Subscriber) uint64) func() float64 {
-		return func() float64 {
-			var n uint64
-			for _, s := range subs {
-				n += f(s)
-			}
-			return float64(n)
-		}
-	}
-	counter := func(name, help string, v func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvgate_bridge_" + name, Help: help}, v)
-	}
+	sum := subscriberSum(subs)
 	return []prometheus.Collector{
 		counter("event_batches_total", "KV event batches received from the engine.", sum(func(s *Subscriber) uint64 { return s.Received.Load() })),
 		counter("event_batches_replayed_total", "Batches fetched from the replay socket after a gap.", sum(func(s *Subscriber) uint64 { return s.Replayed.Load() })),
@@ -50,4 +39,23 @@ func (c skippedCollector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range s.Reasons() {
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(n), reason)
 	}
+}
+
+// subscriberSum returns a function that sums a counter over subs, for
+// counterFunc.
+func subscriberSum(subs []*Subscriber) func(f func(s *Subscriber) uint64) func() float64 {
+	return func(f func(s *Subscriber) uint64) func() float64 {
+		return func() float64 {
+			var n uint64
+			for _, s := range subs {
+				n += f(s)
+			}
+			return float64(n)
+		}
+	}
+}
+
+// counter is a kvgate_bridge_ counter read from v at scrape time.
+func counter(name, help string, v func() float64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvgate_bridge_" + name, Help: help}, v)
 }

@@ -8,18 +8,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // times a rank's blocks were forgotten because batches were lost for
 // good, and the subscribers connected now.
 func SubscriberCollectors(subs []*Subscriber) []prometheus.Collector {
-	sum := func(f func(s *Subscriber) uint64) func() float64 {
-		return func() float64 {
-			var n uint64
-			for _, s := range subs {
-				n += f(s)
-			}
-			return float64(n)
-		}
-	}
-	counter := func(name, help string, v func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvgate_bridge_" + name, Help: help}, v)
-	}
+	sum := subscriberSum(subs)
 	return []prometheus.Collector{
 		counter("subscriber_reconnects_total", "KV event subscriptions re-established after a lost connection.",
 			sum(func(s *Subscriber) uint64 { return s.Reconnects.Load() })),
