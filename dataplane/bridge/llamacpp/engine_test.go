@@ -120,7 +120,9 @@ func TestCancelClosesTheRequest(t *testing.T) {
 	first := strings.SplitAfter(string(golden(t, "completion.sse")), "\n\n")[0]
 	tooLong := strings.SplitN(string(golden(t, "completion_too_long.txt")), "\n", 2)[1]
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ NPredict int `json:"n_predict"` }
+		var body struct {
+			NPredict int `json:"n_predict"`
+		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		if body.NPredict == 4 {
 			w.WriteHeader(http.StatusBadRequest)

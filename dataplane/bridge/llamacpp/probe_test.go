@@ -77,9 +77,13 @@ func TestCheck(t *testing.T) {
 				return ids
 			}
 		}, testModel, ErrTokenizerMismatch, "tokenizes differently from token 3"},
-		{"vocabulary", func(f *fakeServer) { f.models = []byte(strings.Replace(string(f.models), `"n_vocab":151669`, `"n_vocab":32000`, 1)) },
+		{"vocabulary", func(f *fakeServer) {
+			f.models = []byte(strings.Replace(string(f.models), `"n_vocab":151669`, `"n_vocab":32000`, 1))
+		},
 			testModel, ErrTokenizerMismatch, "32000 tokens, kvgate's 151669"},
-		{"eos", func(f *fakeServer) { f.props = []byte(strings.Replace(string(f.props), `"eos_token":"<|im_end|>"`, `"eos_token":"</s>"`, 1)) },
+		{"eos", func(f *fakeServer) {
+			f.props = []byte(strings.Replace(string(f.props), `"eos_token":"<|im_end|>"`, `"eos_token":"</s>"`, 1))
+		},
 			testModel, ErrTokenizerMismatch, `end-of-sequence token is "</s>"`},
 		{"no-slots", func(f *fakeServer) {
 			f.props = []byte(strings.Replace(string(f.props), `"endpoint_slots":true`, `"endpoint_slots":false`, 1))

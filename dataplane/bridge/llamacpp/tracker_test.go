@@ -123,7 +123,7 @@ func TestTrackerRequests(t *testing.T) {
 	r.step(r.tr.Settle(1, 0, cat(a, gen)[:16], 16)) // 10 + 7 - 1 cached
 	r.holds(cat(a, gen)[:16])
 	r.observe(r.tr.Epoch(), slotsOf(idle(7, 16), idle(-1, 0))...) // task 7 adopted
-	b := cat(a[:8], seq(900, 8))                                     // shares 2 blocks
+	b := cat(a[:8], seq(900, 8))                                  // shares 2 blocks
 	evs := r.tr.Hold(2, b)
 	if len(evs) != 1 || evs[0].Kind != wire.EventStored || !evs[0].HasParent || evs[0].Hashes.Len() != 2 {
 		t.Fatalf("second prompt's events %+v: want its own 2 blocks under the shared prefix", evs)
