@@ -121,6 +121,11 @@ func TestBridgeFleetTiers(t *testing.T) {
 	}
 	phase("CPU back to GPU", false)
 	for _, e := range []*fleetEngine{a, b} {
+		if e.f.BothTiers() == 0 {
+			t.Fatalf("%s holds no block in both tiers after serving one from CPU", e.id)
+		}
+	}
+	for _, e := range []*fleetEngine{a, b} {
 		for _, reason := range []string{"unknown_tier", "undecodable_event"} {
 			waitMetric(t, e.admin, fmt.Sprintf("kvgate_bridge_blocks_skipped_total{reason=%q} ", reason), " 0")
 		}
@@ -150,6 +155,25 @@ func TestBridgeFleetTiers(t *testing.T) {
 	for _, reason := range []string{"unknown_lora", "extra_keys", "undecodable_event"} {
 		waitMetric(t, c.admin, fmt.Sprintf("kvgate_bridge_blocks_skipped_total{reason=%q} ", reason), " 0")
 	}
+	// The adapters' blocks are indexed under kvgate's key for each: a
+	// repeated adapter prompt is predicted cached as the engine serves it,
+	// the same tokens for the base model are not.
+	cached := func(m string) (predicted, reported float64) {
+		p0, r0 := metricFloat(t, admin, "kvgate_predicted_cached_tokens_total "), metricFloat(t, admin, "kvgate_reported_cached_tokens_total ")
+		if resp, body := post(t, base+"/v1/completions", map[string]any{"model": m, "prompt": "0 " + loraText, "max_tokens": 1}); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", m, resp.StatusCode, body)
+		}
+		return metricFloat(t, admin, "kvgate_predicted_cached_tokens_total ") - p0, metricFloat(t, admin, "kvgate_reported_cached_tokens_total ") - r0
+	}
+	for _, m := range []string{"sql-adapter", "chat-adapter"} {
+		if p, r := cached(m); p == 0 || p != r {
+			t.Fatalf("%s again: kvgate predicted %v tokens cached, the engine served %v from cache", m, p, r)
+		}
+	}
+	if p, _ := cached(model); p != 0 {
+		t.Fatalf("the base model was predicted %v tokens of the adapters' blocks", p)
+	}
+	phase("LoRA prefixes again", false)
 
 	// vllm-a restarts mid-run (engine and publisher, same ports, sequence
 	// from 0, empty tiers) while b and c keep serving: kvgate forgets a's
@@ -248,6 +272,14 @@ func waitTiers(t *testing.T, admin string, engines []*fleetEngine, nudge bool) {
 		if len(diffs) > 0 {
 			return fmt.Errorf("kvgate's index (GPU, CPU, disk) differs: %s", strings.Join(diffs, "; "))
 		}
+		// The same blocks, not only as many: a block in both tiers is one
+		// block of the bridge's table.
+		for _, e := range engines {
+			distinct := e.f.Blocks() + e.f.CPUBlocks() - e.f.BothTiers()
+			if got := metricValue(e.admin, "kvgate_bridge_blocks "); got != fmt.Sprint(distinct) {
+				return fmt.Errorf("%s's bridge knows %s distinct blocks, the engine holds %d", e.id, got, distinct)
+			}
+		}
 		return nil
 	})
 }
@@ -281,6 +313,34 @@ func indexTiers(t *testing.T, admin string) map[string][3]uint64 {
 		out[e.Engine] = v
 	}
 	return out
+}
+
+// metricValue is the value of the line of admin's /metrics starting with
+// prefix ("" when none).
+func metricValue(admin, prefix string) string {
+	r, err := http.Get(admin + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return strings.TrimPrefix(line, prefix)
+		}
+	}
+	return ""
+}
+
+// metricFloat is the value of the line of admin's /metrics starting with
+// prefix.
+func metricFloat(t *testing.T, admin, prefix string) float64 {
+	t.Helper()
+	var v float64
+	if _, err := fmt.Sscan(metricValue(admin, prefix), &v); err != nil {
+		t.Fatalf("metric %s: %v", prefix, err)
+	}
+	return v
 }
 
 // bridgeEvents is a bridge's event counters, for a failure message.

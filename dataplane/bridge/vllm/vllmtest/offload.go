@@ -111,3 +111,18 @@ func (f *Fake) CachedCPU(h vllm.Hash) bool {
 	defer f.mu.Unlock()
 	return f.offload.blocks[h] != nil
 }
+
+// BothTiers counts the blocks held on the GPU and in the CPU tier at once
+// (served again from their CPU copy); the fake holds Blocks() +
+// CPUBlocks() - BothTiers() distinct blocks.
+func (f *Fake) BothTiers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for h := range f.offload.blocks {
+		if f.cache[h] != nil {
+			n++
+		}
+	}
+	return n
+}
