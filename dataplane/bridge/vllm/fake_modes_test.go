@@ -143,3 +143,28 @@ func TestFakeLoRA(t *testing.T) {
 		})
 	}
 }
+
+// TestFakeLoRAOffloaded: an adapter's blocks offloaded to CPU (the
+// offloading events carry no LoRA fields) are the adapter's blocks in the
+// CPU tier.
+func TestFakeLoRAOffloaded(t *testing.T) {
+	f, err := vllmtest.Start("m", 4, 12, vllmtest.Tagged, vllmtest.WithLoRA("sql", 7), vllmtest.WithOffload(9, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	tr := translated(t, f, []vllm.LoRA{{Name: "sql", VLLMID: 7, WireID: 1}})
+	seed := 0
+	waitTiers(t, f, tr, true, &seed)
+	f.Clear()
+	for i := range 8 {
+		f.ServeLoRA("sql", tokens(100+i))
+	}
+	waitTiers(t, f, tr, false, &seed)
+	if gpu, cpu, lora := tierCounts(tr); lora != gpu+cpu || cpu != 9 {
+		t.Fatalf("%d GPU and %d CPU blocks translated, %d of them the adapter's; want all 21", gpu, cpu, lora)
+	}
+	if s := tr.Skipped(); s != (vllm.Skipped{}) {
+		t.Fatalf("skipped %+v", s)
+	}
+}
