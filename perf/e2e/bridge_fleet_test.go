@@ -41,7 +41,7 @@ const (
 // only), its blocks carrying (lora_name,) in extra_keys. After every
 // phase (warm-up, eviction into CPU and back, LoRA requests through
 // kvgate, a restart of vllm-a's engine and publisher on the same ports
-// while the others keep serving) kvgate's index holds, per engine and
+// while the others serve all along) kvgate's index holds, per engine and
 // tier, exactly the blocks each engine holds on its GPU and in its CPU
 // tier.
 func TestBridgeFleetTiers(t *testing.T) {
@@ -178,16 +178,35 @@ func TestBridgeFleetTiers(t *testing.T) {
 	// vllm-a restarts mid-run (engine and publisher, same ports, sequence
 	// from 0, empty tiers) while b and c keep serving: kvgate forgets a's
 	// old blocks and indexes the new engine's, GPU and CPU.
+	stop, served := make(chan struct{}), make(chan int)
+	go func() { // b and c serve all along (a load, not a synchronisation)
+		n := 0
+		for {
+			select {
+			case <-stop:
+				served <- n
+				return
+			default:
+			}
+			b.serve(2)
+			c.f.ServeLoRA("sql-adapter", c.prompt(2))
+			n++
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	a.f.Close()
-	b.serve(6)
-	c.f.ServeLoRA("sql-adapter", c.prompt(4))
 	ev, rp, hp := a.f.Addrs()
 	var err error
-	if a.f, err = vllmtest.Start(model, 16, fleetGPUBlocks, a.enc, append(a.opts, vllmtest.WithAddrs(ev, rp, hp))...); err != nil {
+	a.f, err = vllmtest.Start(model, 16, fleetGPUBlocks, a.enc, append(a.opts, vllmtest.WithAddrs(ev, rp, hp))...)
+	if err == nil {
+		a.serve(4)
+		time.Sleep(50 * time.Millisecond) // more of b's and c's load after the restart
+	}
+	close(stop)
+	t.Logf("b and c served %d prompts each during a's restart", <-served)
+	if err != nil {
 		t.Fatal(err)
 	}
-	b.serve(6)
-	a.serve(4)
 	phase("publisher restart", true)
 	waitMetric(t, a.admin, "kvgate_bridge_publisher_restarts_total ", " 1")
 	a.fill()
