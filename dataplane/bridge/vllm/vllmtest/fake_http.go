@@ -1,0 +1,102 @@
+package vllmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// completions streams max_tokens tokens (deterministic in the prompt) as
+// vLLM does with return_token_ids and stream_options.include_usage.
+func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	var req struct {
+		Model     string   `json:"model"`
+		Prompt    []uint32 `json:"prompt"`
+		MaxTokens int      `json:"max_tokens"`
+	}
+	b, _ := json.Marshal(body)
+	if err := json.Unmarshal(b, &req); err != nil || len(req.Prompt) == 0 {
+		http.Error(w, `{"error":{"message":"prompt must be token ids"}}`, http.StatusBadRequest)
+		return
+	}
+	lora := ""
+	if _, ok := f.loras[req.Model]; ok {
+		lora = req.Model
+	} else if req.Model != f.Model {
+		http.Error(w, `{"error":{"message":"model not found"}}`, http.StatusNotFound)
+		return
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, Request{Model: req.Model, Prompt: req.Prompt, Body: body})
+	f.running++
+	f.mu.Unlock()
+	defer func() { f.mu.Lock(); f.running--; f.mu.Unlock() }()
+	cached := f.admit(lora, req.Prompt)
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	usage := func(n int) map[string]any {
+		return map[string]any{"prompt_tokens": len(req.Prompt), "completion_tokens": n, "total_tokens": len(req.Prompt) + n,
+			"prompt_tokens_details": map[string]any{"cached_tokens": cached}}
+	}
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return r.Context().Err() == nil
+	}
+	seed := uint32(0)
+	for _, t := range req.Prompt {
+		seed = seed*31 + t
+	}
+	for i := range req.MaxTokens {
+		var finish any
+		if i == req.MaxTokens-1 {
+			finish = "length"
+		}
+		tok := 100 + (seed+uint32(i)*7919)%5000
+		if !send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model,
+			"choices": []any{map[string]any{"index": 0, "text": fmt.Sprintf("<%d>", tok), "token_ids": []uint32{tok}, "finish_reason": finish}},
+			"usage":   usage(i + 1)}) {
+			return
+		}
+	}
+	if send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model, "choices": []any{}, "usage": usage(req.MaxTokens)}) {
+		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+	}
+}
+
+func (f *Fake) metrics(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	running, used := f.running, len(f.cache)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintf(w, "# HELP vllm:num_requests_running Number of requests in model execution batches.\n")
+	fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\n")
+	fmt.Fprintf(w, "vllm:num_requests_running{engine=\"0\",model_name=%q} %d.0\n", f.Model, running)
+	fmt.Fprintf(w, "vllm:num_requests_waiting{engine=\"0\",model_name=%q} 0.0\n", f.Model)
+	fmt.Fprintf(w, "vllm:kv_cache_usage_perc{engine=\"0\",model_name=%q} %g\n", f.Model, float64(used)/float64(f.Capacity))
+	fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"%d\",engine=\"0\",num_gpu_blocks=\"%d\"} 1.0\n", f.BlockSize, f.Capacity)
+}
+
+// Serve runs a prompt through the cache as a request would (events
+// included) without the HTTP API.
+func (f *Fake) Serve(prompt []uint32) int { return f.admit("", prompt) }
+
+// ServeLoRA is Serve for a request to an adapter the fake serves (WithLoRA).
+func (f *Fake) ServeLoRA(adapter string, prompt []uint32) int { return f.admit(adapter, prompt) }
+
+// Blocks counts the blocks in the fake's (GPU) cache.
+func (f *Fake) Blocks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cache)
+}
