@@ -14,11 +14,10 @@ import (
 
 // collector records what a Subscriber delivers.
 type collector struct {
-	mu    sync.Mutex
-	seqs  []uint64
-	lost  []string
-	evs   int
-	ready chan struct{}
+	mu   sync.Mutex
+	seqs []uint64
+	lost []string
+	evs  int
 }
 
 func (c *collector) batch(seq uint64, b *vllm.Batch) {
