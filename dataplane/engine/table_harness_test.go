@@ -447,3 +447,15 @@ func ttDeadAddr(t testing.TB) string {
 	ln.Close()
 	return addr
 }
+
+// ttConnected is the common start of a case: a scripted engine named "e",
+// a pool connected to it, and the engine ready.
+func ttConnected(t testing.TB) (*ttEngine, *Pool, *Engine, *ttConn) {
+	t.Helper()
+	eng := ttStartEngine(t, ttHandshake("e"), nil)
+	p, _ := ttPool(t, nil, eng.addr)
+	e := p.Engines()[0]
+	c := eng.accept(t)
+	ttReady(t, e)
+	return eng, p, e, c
+}

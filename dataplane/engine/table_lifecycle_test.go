@@ -24,11 +24,7 @@ func TestGoaway(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			eng := ttStartEngine(t, ttHandshake("e"), nil)
-			p, _ := ttPool(t, nil, eng.addr)
-			e := p.Engines()[0]
-			c := eng.accept(t)
-			ttReady(t, e)
+			eng, _, e, c := ttConnected(t)
 			s, _ := ttOpen(t, e, c)
 
 			c.send(t, 0, tc.m)
@@ -305,11 +301,7 @@ func TestProtocolViolationsAnswered(t *testing.T) {
 // TestEventsOffStreamZero: PROTOCOL.md section 8: KV_EVENTS or SNAPSHOT
 // on a stream other than 0 is a protocol error (ERROR PROTOCOL, close).
 func TestEventsOffStreamZero(t *testing.T) {
-	eng := ttStartEngine(t, ttHandshake("e"), nil)
-	p, _ := ttPool(t, nil, eng.addr)
-	e := p.Engines()[0]
-	c := eng.accept(t)
-	ttReady(t, e)
+	_, p, e, c := ttConnected(t)
 	slot, _ := e.Slot()
 	c.send(t, 5, ttBatch(1, 0, ttStored(wire.TierGPU, ttChainA...)))
 	c.hangup(t)

@@ -70,11 +70,7 @@ func TestStreamFrames(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			eng := ttStartEngine(t, ttHandshake("e"), nil)
-			p, _ := ttPool(t, nil, eng.addr)
-			e := p.Engines()[0]
-			c := eng.accept(t)
-			ttReady(t, e)
+			_, _, e, c := ttConnected(t)
 			s, _ := ttOpen(t, e, c)
 			if s.Engine() != e || e.OpenStreams() != 1 {
 				t.Fatalf("stream's engine %p (want %p), open streams %d (want 1)", s.Engine(), e, e.OpenStreams())
@@ -134,11 +130,7 @@ func TestStreamFrames(t *testing.T) {
 // TestStreamStrayFrames: TOKENS and ERROR for streams the router does not
 // have open (never opened, or already ended) are dropped and change nothing.
 func TestStreamStrayFrames(t *testing.T) {
-	eng := ttStartEngine(t, ttHandshake("e"), nil)
-	p, _ := ttPool(t, nil, eng.addr)
-	e := p.Engines()[0]
-	c := eng.accept(t)
-	ttReady(t, e)
+	_, _, e, c := ttConnected(t)
 	ended, _ := ttOpen(t, e, c)
 	c.send(t, ended.id, ttTok(wire.TokFirst|wire.TokLast, wire.FinishStop, 1))
 	ttCollect(t, ended)
@@ -190,11 +182,7 @@ func TestCancel(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			eng := ttStartEngine(t, ttHandshake("e"), nil)
-			p, _ := ttPool(t, nil, eng.addr)
-			e := p.Engines()[0]
-			c := eng.accept(t)
-			ttReady(t, e)
+			_, _, e, c := ttConnected(t)
 			s, _ := ttOpen(t, e, c)
 			c.send(t, s.id, ttTok(wire.TokFirst, 0, 1))
 
@@ -226,11 +214,7 @@ func TestCancel(t *testing.T) {
 // never 0.
 func TestStreamsInterleaved(t *testing.T) {
 	const n, rounds = 8, 20
-	eng := ttStartEngine(t, ttHandshake("e"), nil)
-	p, _ := ttPool(t, nil, eng.addr)
-	e := p.Engines()[0]
-	c := eng.accept(t)
-	ttReady(t, e)
+	_, _, e, c := ttConnected(t)
 	streams := make([]*Stream, n)
 	ids := map[uint32]bool{}
 	for i := range streams {
@@ -360,11 +344,7 @@ func TestEngineDeath(t *testing.T) {
 // stream's events, and the table empties.
 func TestStreamsConcurrent(t *testing.T) {
 	const workers, each = 8, 25
-	eng := ttStartEngine(t, ttHandshake("e"), nil)
-	p, _ := ttPool(t, nil, eng.addr)
-	e := p.Engines()[0]
-	c := eng.accept(t)
-	ttReady(t, e)
+	_, p, e, c := ttConnected(t)
 
 	// The engine answers each GENERATE with the stream id as its token, in
 	// two frames, and each CANCEL with a cancelled last frame (a stream
