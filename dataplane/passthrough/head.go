@@ -54,10 +54,13 @@ func readHead(read func([]byte) (int, error)) (head []byte, end int, err error) 
 // The RFC calls those an unrecoverable error; -1 is the safe reading,
 // since the relay then runs to the engine's close and tells the client to
 // close too, where taking one of the values could leave the client's next
-// response starting in the middle of this one.
+// response starting in the middle of this one. A Transfer-Encoding in a
+// response that is not HTTP/1.1 or later is faulty framing too (RFC 9112
+// section 6.1), read the same way: to the engine's close.
 func parseHead(head []byte) (status int, length int64, chunked bool) {
 	lines := bytes.Split(head, []byte("\r\n"))
 	status = statusCode(lines[0])
+	modern := atLeastHTTP11(lines[0])
 	var te bool
 	cl, clBad := int64(-1), false
 	for i := 1; i < len(lines); i++ {
@@ -91,7 +94,7 @@ func parseHead(head []byte) (status int, length int64, chunked bool) {
 		}
 	}
 	if te || clBad {
-		return status, -1, chunked
+		return status, -1, chunked && modern
 	}
 	return status, cl, false
 }
@@ -107,6 +110,17 @@ func statusCode(line []byte) int {
 		return 0
 	}
 	return int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
+}
+
+// atLeastHTTP11 reports whether a status line's version, "HTTP/1.1 200 OK",
+// is 1.1 or later: one digit each side of the dot, as RFC 9112 section
+// 2.3 writes it.
+func atLeastHTTP11(line []byte) bool {
+	v, ok := bytes.CutPrefix(line, []byte("HTTP/"))
+	if !ok || len(v) < 3 || v[1] != '.' || v[0] < '0' || v[0] > '9' || v[2] < '0' || v[2] > '9' {
+		return false
+	}
+	return v[0] > '1' || v[0] == '1' && v[2] >= '1'
 }
 
 // contentLength parses a Content-Length value: digits only (no sign, no
