@@ -33,7 +33,7 @@ type Bridge struct {
 // NewBridge returns a bridge over e and t for ranks data-parallel ranks.
 func NewBridge(e *Engine, t *Translator, ranks int, capacity uint64) *Bridge {
 	b := &Bridge{Engine: e, T: t, Ranks: ranks, Capacity: capacity, seq: make([]uint64, ranks)}
-	empty := Loads(nil, ranks, capacity)
+	empty := Loads(nil, ranks, capacity, 0)
 	b.loads.Store(&empty)
 	return b
 }
@@ -86,7 +86,7 @@ func (b *Bridge) PollLoad(ctx context.Context, url string, every time.Duration) 
 	defer t.Stop()
 	for {
 		if m, err := ScrapeMetrics(ctx, b.Client, url); err == nil {
-			loads := Loads(m, b.Ranks, b.Capacity)
+			loads := Loads(m, b.Ranks, b.Capacity, b.T.BlockSize())
 			b.loads.Store(&loads)
 			for i := range loads {
 				b.Out.Broadcast(&loads[i])

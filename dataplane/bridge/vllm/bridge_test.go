@@ -177,7 +177,7 @@ sglang:num_queue_reqs{engine="1"} 6
 	if err != nil {
 		t.Fatal(err)
 	}
-	loads := vllm.Loads(m, 2, 100)
+	loads := vllm.Loads(m, 2, 100, 16)
 	if l := loads[0]; l.Running != 3 || l.Waiting != 2 || len(l.Tiers) != 1 || l.Tiers[0].Total != 4000 || l.Tiers[0].Used != 1000 {
 		t.Fatalf("rank 0: %+v", l)
 	}

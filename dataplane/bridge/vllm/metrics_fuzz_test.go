@@ -23,7 +23,11 @@ import (
 // vllm/v1/metrics/loggers.py at 005a810bc40faa25b8870fbc8559c3462581eee3:
 // labels model_name and engine, vllm:cache_config_info's labels the
 // CacheConfig fields, sorted as prometheus_client writes them, histograms
-// as _bucket/_count/_sum), and SGLang.
+// as _bucket/_count/_sum), and SGLang (names, HELP text and labels from
+// sgl-project/sglang python/sglang/srt/observability/metrics_collector.py
+// and scheduler_metrics_mixin.py at 44cedc2b9c7dd31d9acae4498ea4fa0d3665feed;
+// the priority label of the tokenizer's metrics from its
+// RequestMetricsRecorder).
 var metricsExpositions = []struct {
 	file string
 	want map[int]EngineMetrics
@@ -33,7 +37,16 @@ var metricsExpositions = []struct {
 		1: {Running: 5, Waiting: 0, KVUsage: 0.2503, GPUBlocks: 27412},
 	}},
 	{"vllm-v0.txt", map[int]EngineMetrics{0: {Running: 3, Waiting: 1, KVUsage: 0.0731, GPUBlocks: 8940}}},
-	{"sglang.txt", map[int]EngineMetrics{0: {Running: 4, Waiting: 6, KVUsage: 0.61}}},
+	{"sglang.txt", map[int]EngineMetrics{0: {Running: 4, Waiting: 6, KVUsage: 0.61, GPUTokens: 144870}}},
+	// Two DP-attention ranks of two TP ranks each, every scheduler
+	// exporting: each rank's figures are its first TP rank's (0 and 2),
+	// whichever comes first (see metrics.go).
+	{"sglang-dp2-tp4.txt", map[int]EngineMetrics{
+		0: {Running: 5, Waiting: 2, KVUsage: 0.5, GPUTokens: 81920},
+		1: {Running: 3, Waiting: 0, KVUsage: 0.25, GPUTokens: 81920},
+	}},
+	// Pipeline stage 1's series do not count.
+	{"sglang-pp2.txt", map[int]EngineMetrics{0: {Running: 2, KVUsage: 0.1, GPUTokens: 4096}}},
 }
 
 func readExposition(tb testing.TB, file string) []byte {
@@ -104,14 +117,14 @@ func FuzzParseMetrics(f *testing.F) {
 			t.Fatalf("written out and read back: %v\n%s\ngot  %+v\nwant %+v", err, rendered, flatMetrics(back), flatMetrics(m))
 		}
 
-		for _, l := range Loads(withSample, int(rank)+1, 1000) {
+		for _, l := range Loads(withSample, int(rank)+1, 1000, 16) {
 			for _, tier := range l.Tiers {
 				if tier.Used > tier.Total {
 					t.Fatalf("rank %d: %d of %d blocks used", l.DPRank, tier.Used, tier.Total)
 				}
 			}
 		}
-		if l := Loads(withSample, int(rank)+1, 1000)[rank]; l.Waiting != bridgeutil.Count(value) {
+		if l := Loads(withSample, int(rank)+1, 1000, 16)[rank]; l.Waiting != bridgeutil.Count(value) {
 			t.Fatalf("%v waiting reported as %d", value, l.Waiting)
 		}
 	})
@@ -130,7 +143,7 @@ func TestLoadsClampsGauges(t *testing.T) {
 		{EngineMetrics{Running: 1e12, KVUsage: 1.5}, math.MaxUint32, 100},
 		{EngineMetrics{Running: 7.9, KVUsage: 0.25}, 7, 25},
 	} {
-		l := Loads(map[int]*EngineMetrics{0: &c.in}, 1, 100)[0]
+		l := Loads(map[int]*EngineMetrics{0: &c.in}, 1, 100, 0)[0]
 		if l.Running != c.running || l.Tiers[0].Used != c.used {
 			t.Errorf("%+v: running %d used %d, want %d and %d", c.in, l.Running, l.Tiers[0].Used, c.running, c.used)
 		}
@@ -154,7 +167,7 @@ func equalMetrics(a, b map[int]*EngineMetrics) bool {
 	for r, x := range a {
 		y := b[r]
 		if y == nil || !sameFloat(x.Running, y.Running) || !sameFloat(x.Waiting, y.Waiting) ||
-			!sameFloat(x.KVUsage, y.KVUsage) || x.GPUBlocks != y.GPUBlocks {
+			!sameFloat(x.KVUsage, y.KVUsage) || x.GPUBlocks != y.GPUBlocks || x.GPUTokens != y.GPUTokens {
 			return false
 		}
 	}
@@ -175,6 +188,9 @@ func renderMetrics(m map[int]*EngineMetrics) string {
 		fmt.Fprintf(&b, "vllm:num_requests_waiting{engine=\"%d\",model_name=\"m\"} %s\n", r, promFloat(em.Waiting))
 		fmt.Fprintf(&b, "vllm:kv_cache_usage_perc{engine=\"%d\",model_name=\"m\"} %s\n", r, promFloat(em.KVUsage))
 		fmt.Fprintf(&b, "vllm:cache_config_info{block_size=\"16\",engine=\"%d\",num_gpu_blocks=\"%d\"} 1.0\n", r, em.GPUBlocks)
+		if em.GPUTokens > 0 {
+			fmt.Fprintf(&b, "sglang:max_total_num_tokens{engine=\"%d\"} %d\n", r, em.GPUTokens)
+		}
 	}
 	return b.String()
 }

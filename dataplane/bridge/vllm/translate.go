@@ -308,6 +308,9 @@ func (t *Translator) Snapshot(rank int) []wire.Event {
 	return out
 }
 
+// BlockSize is the block size, in tokens, kvgate hashes blocks of.
+func (t *Translator) BlockSize() int { return t.h.BlockSize() }
+
 // Blocks counts a rank's translated blocks.
 func (t *Translator) Blocks(rank int) int {
 	t.mu.Lock()
