@@ -45,10 +45,15 @@ func Client(ctx context.Context, nc net.Conn, cfg *HandshakeConfig, lim *Limits)
 		return nil, fmt.Errorf("handshake with %s: %w", nc.RemoteAddr(), err)
 	}
 	c.Peer = wel.Handshake
+	c.Reader.reserve(readerInitialSize)
 	return c, nil
 }
 
-// Server runs the acceptor's handshake over an accepted connection.
+// Server runs the acceptor's handshake over an accepted connection. Until
+// it completes, frames are capped at MaxHandshakeFrame and the connection
+// costs about a kilobyte of buffer; ctx's deadline (or
+// DefaultHandshakeTimeout) bounds it. A listener also bounds how many such
+// connections it holds with a HandshakeGate.
 func Server(ctx context.Context, nc net.Conn, cfg *HandshakeConfig, lim *Limits) (*Conn, error) {
 	c := newConn(nc, lim)
 	defer setDeadline(ctx, nc)()
@@ -57,11 +62,12 @@ func Server(ctx context.Context, nc net.Conn, cfg *HandshakeConfig, lim *Limits)
 		return nil, fmt.Errorf("handshake with %s: %w", nc.RemoteAddr(), err)
 	}
 	c.Peer = hello.Handshake
+	c.Reader.reserve(readerInitialSize)
 	return c, nil
 }
 
 func newConn(nc net.Conn, lim *Limits) *Conn {
-	return &Conn{Reader: NewReader(nc, lim), Writer: NewWriter(nc), NetConn: nc}
+	return &Conn{Reader: newReaderSize(nc, lim, handshakeBufferSize), Writer: NewWriter(nc), NetConn: nc}
 }
 
 // setDeadline applies ctx's deadline (or the default timeout) to the handshake

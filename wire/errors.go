@@ -60,6 +60,7 @@ const (
 	CodeStreamLimit  ErrorCode = 0x105 // too many open streams
 	CodeStreamFailed ErrorCode = 0x106 // generation failed mid-stream
 	CodeDuplicate    ErrorCode = 0x107 // stream id already open
+	CodeRequestLimit ErrorCode = 0x108 // GENERATE count over the receiver's limit
 )
 
 var codeNames = map[ErrorCode]string{
@@ -68,7 +69,7 @@ var codeNames = map[ErrorCode]string{
 	CodeHashScheme: "hash_scheme", CodeShutdown: "shutdown", CodeInternal: "internal",
 	CodeBadRequest: "bad_request", CodeUnknownModel: "unknown_model", CodeUnknownLoRA: "unknown_lora",
 	CodeOverloaded: "overloaded", CodeCancelled: "cancelled", CodeStreamLimit: "stream_limit",
-	CodeStreamFailed: "stream_failed", CodeDuplicate: "duplicate_stream",
+	CodeStreamFailed: "stream_failed", CodeDuplicate: "duplicate_stream", CodeRequestLimit: "request_limit",
 }
 
 // String returns the code's name as used in logs and metrics.
@@ -98,6 +99,23 @@ func CodeOf(err error) ErrorCode {
 	default:
 		return CodeProtocol
 	}
+}
+
+// RequestCode reports whether an error decoding a GENERATE concerns only
+// that request, and the stream code to refuse it with: a count over a
+// limit (stop_token_ids, prompt, mm_items) is REQUEST_LIMIT, a field out of
+// range BAD_REQUEST. The frame itself was well formed, so the connection
+// stays in step and only the request fails (PROTOCOL.md section 8).
+// Anything else (truncated, trailing bytes) is a broken encoder: ok is
+// false and the connection ends.
+func RequestCode(err error) (code ErrorCode, ok bool) {
+	switch {
+	case errors.Is(err, ErrLimit):
+		return CodeRequestLimit, true
+	case errors.Is(err, ErrBadValue):
+		return CodeBadRequest, true
+	}
+	return 0, false
 }
 
 // RemoteError is an ERROR frame received from the peer, returned as a Go error.

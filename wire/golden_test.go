@@ -58,6 +58,8 @@ func goldenCases() []goldenCase {
 		{name: "goaway", about: "GOAWAY: draining for 30 s", msg: &Goaway{Code: CodeShutdown, DrainMillis: 30000, Message: "engine restarting"}},
 		{name: "error_connection", about: "ERROR on stream 0: the connection ends", msg: &Error{Code: CodeAuth, Message: "bad proof"}},
 		{name: "error_stream", about: "ERROR on stream 5: that stream ends", stream: 5, msg: &Error{Code: CodeOverloaded, Message: "queue full"}},
+		{name: "error_request_limit", about: "ERROR on stream 9: its GENERATE had a count over the engine's limit; only that stream ends", stream: 9,
+			msg: &Error{Code: CodeRequestLimit, Message: "stop_token_ids: 1025 items over 1024"}},
 		{name: "generate_minimal", about: "GENERATE with only a prompt (greedy, top_p 1)", stream: 1, msg: &Generate{
 			RequestID: []byte("r1"), Model: []byte("m"), MaxTokens: 16, TopP: 1, DPRank: AnyRank,
 			Prompt: TokensOf([]uint32{1, 2, 3})}},

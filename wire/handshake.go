@@ -79,8 +79,11 @@ func DialHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Welcome, error)
 // AcceptHandshake runs the acceptor's side: read HELLO, negotiate the version,
 // send WELCOME (with proof and challenge when a secret is used), and verify
 // AUTH. No other frame is accepted before it returns successfully, so an
-// unauthenticated peer cannot inject a single frame.
+// unauthenticated peer cannot inject a single frame, and none larger than
+// MaxHandshakeFrame: a peer that announces more gets ERROR FRAME_TOO_LARGE
+// before the reader holds any of it.
 func AcceptHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Hello, error) {
+	defer r.capFrames(MaxHandshakeFrame)()
 	f, err := r.ReadFrame()
 	if err != nil {
 		return nil, refuse(w, fmt.Errorf("reading HELLO: %w", err))

@@ -32,6 +32,23 @@ const (
 	MaxFrameSizeCeiling = 1 << 30
 )
 
+// MaxHandshakeFrame bounds every frame an acceptor reads before the
+// handshake completes (PROTOCOL.md, "Limits"): the largest HELLO a dialer
+// sends. Dialers are routers and replicas, which serve no model, so their
+// HELLO lists no models and no adapters; its largest form is the fixed part,
+// the longest id, the two empty list counts and three tiers:
+//
+//	100 + (2 + 65,535) + 2 + 2 + (1 + 3 x 16) = 65,690 bytes
+//
+// AUTH (32 bytes) and ERROR (at most 65,539) fit too. An unauthenticated
+// peer can therefore make an acceptor hold at most this much (plus the
+// header) per pending handshake, instead of a 16 MiB frame.
+const MaxHandshakeFrame = 100 + (2 + 0xffff) + 2 + 2 + (1 + NumTiers*16)
+
+// DefaultMaxHandshakes is how many accepted connections a listener holds
+// before their handshake completes, unless configured (HandshakeGate).
+const DefaultMaxHandshakes = 64
+
 // DefaultLimits returns the limits every implementation must at least accept.
 func DefaultLimits() Limits {
 	return Limits{

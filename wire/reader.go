@@ -20,9 +20,37 @@ type Reader struct {
 
 const readerInitialSize = 64 << 10
 
+// handshakeBufferSize is a Conn's buffer until its handshake completes: a
+// HELLO is a few hundred bytes, and a peer that sends nothing (or a partial
+// frame) should cost little (the buffer grows as its bytes arrive).
+const handshakeBufferSize = 1 << 10
+
 // NewReader returns a Reader over r. A nil lim means DefaultLimits.
 func NewReader(r io.Reader, lim *Limits) *Reader {
-	return &Reader{r: r, lim: *limitsOrDefault(lim), buf: make([]byte, readerInitialSize)}
+	return newReaderSize(r, lim, readerInitialSize)
+}
+
+func newReaderSize(r io.Reader, lim *Limits, size int) *Reader {
+	return &Reader{r: r, lim: *limitsOrDefault(lim), buf: make([]byte, size)}
+}
+
+// reserve grows the buffer to at least n bytes, keeping what it holds.
+func (r *Reader) reserve(n int) {
+	if len(r.buf) >= n {
+		return
+	}
+	nb := make([]byte, n)
+	r.end = copy(nb, r.buf[r.start:r.end])
+	r.start = 0
+	r.buf = nb
+}
+
+// capFrames lowers the frame limit to at most n until the returned
+// function restores it (the handshake's cap, MaxHandshakeFrame).
+func (r *Reader) capFrames(n int) (restore func()) {
+	full := r.lim.MaxFrameSize
+	r.lim.MaxFrameSize = min(full, n)
+	return func() { r.lim.MaxFrameSize = full }
 }
 
 // Limits returns the reader's limits.

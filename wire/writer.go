@@ -119,6 +119,15 @@ func (w *Writer) Sync() error {
 	return w.Flush()
 }
 
+// Err returns the sticky error: the first write failure, or ErrClosed;
+// nil while frames can still be sent. A message that fails to encode is
+// refused by its Send alone and leaves no sticky error.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // Close makes every later Send fail with ErrClosed and wakes blocked senders.
 // It does not close the underlying writer.
 func (w *Writer) Close() {

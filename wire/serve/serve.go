@@ -50,7 +50,14 @@ type Config struct {
 	Secret       []byte
 	Limits       wire.Limits
 	DrainTimeout time.Duration
-	Logger       *slog.Logger
+	// HandshakeTimeout ends a router's handshake that has not completed
+	// (0: wire.DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections held before their handshake
+	// completes; at the bound the oldest is closed (wire.HandshakeGate;
+	// 0: wire.DefaultMaxHandshakes).
+	MaxHandshakes int
+	Logger        *slog.Logger
 }
 
 // Server serves routers for one Backend.
@@ -58,6 +65,8 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 	be  Backend
+
+	gate *wire.HandshakeGate
 
 	mu       sync.Mutex
 	conns    map[uint64]*conn
@@ -89,9 +98,12 @@ func New(cfg Config, be Backend) *Server {
 	if cfg.Limits.MaxFrameSize == 0 {
 		cfg.Limits = wire.DefaultLimits()
 	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = wire.DefaultHandshakeTimeout
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, log: cfg.Logger, be: be, conns: map[uint64]*conn{}, raw: map[net.Conn]struct{}{},
-		ctx: ctx, cancel: cancel}
+	return &Server{cfg: cfg, log: cfg.Logger, be: be, gate: wire.NewHandshakeGate(cfg.MaxHandshakes),
+		conns: map[uint64]*conn{}, raw: map[net.Conn]struct{}{}, ctx: ctx, cancel: cancel}
 }
 
 // Serve accepts connections on ln until Shutdown or Close.
@@ -137,9 +149,11 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.raw, nc)
 		s.mu.Unlock()
 	}()
-	ctx, cancel := context.WithTimeout(s.ctx, wire.DefaultHandshakeTimeout)
+	leave := s.gate.Enter(nc)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.HandshakeTimeout)
 	wc, err := wire.Server(ctx, nc, &wire.HandshakeConfig{Local: s.cfg.Handshake, Secret: s.cfg.Secret}, &s.cfg.Limits)
 	cancel()
+	leave()
 	if err != nil {
 		s.log.Warn("router refused", "remote", nc.RemoteAddr().String(), "err", err)
 		nc.Close()
@@ -203,12 +217,18 @@ func (s *Server) handleFrame(c *conn, f wire.Frame) error {
 	lim := &s.cfg.Limits
 	switch f.Type {
 	case wire.TypeGenerate:
-		var g wire.Generate
-		if err := wire.DecodeFrame(f, &g, lim); err != nil {
-			return err
-		}
 		if f.Stream == 0 {
 			return errors.New("GENERATE on stream 0: " + wire.ErrUnexpectedFrame.Error())
+		}
+		var g wire.Generate
+		if err := wire.DecodeFrame(f, &g, lim); err != nil {
+			code, ok := wire.RequestCode(err)
+			if !ok {
+				return err
+			}
+			// The frame was whole: only this request fails (PROTOCOL.md 8).
+			s.refuse(c, f.Stream, code, err.Error())
+			return nil
 		}
 		s.generate(c, f.Stream, &g)
 	case wire.TypeCancel:
@@ -257,6 +277,23 @@ func (s *Server) handleFrame(c *conn, f wire.Frame) error {
 	}
 	return nil
 }
+
+// refuse ends a GENERATE that cannot run with a stream ERROR, unless its
+// stream is open: then the open stream goes on and the router hears
+// DUPLICATE_STREAM, as for any GENERATE on an open stream.
+func (s *Server) refuse(c *conn, stream uint32, code wire.ErrorCode, msg string) {
+	c.mu.Lock()
+	_, open := c.streams[stream]
+	c.mu.Unlock()
+	if open {
+		code, msg = wire.CodeDuplicate, "stream is open"
+	}
+	s.log.Info("refusing a request", "router", c.wc.Peer.ID, "stream", stream, "code", code.String(), "err", msg)
+	_ = c.wc.SendError(stream, code, msg)
+}
+
+// Handshaking returns how many connections are in their handshake now.
+func (s *Server) Handshaking() int { return s.gate.Pending() }
 
 func (s *Server) generate(c *conn, stream uint32, g *wire.Generate) {
 	if s.Draining() {
