@@ -181,7 +181,11 @@ func (r *Ring) serveInbound(ctx context.Context, nc net.Conn) {
 	r.track(nc, true)
 	defer r.track(nc, false)
 	defer nc.Close()
-	c, err := wire.Server(ctx, nc, r.handshake(), nil)
+	leave := r.gate.Enter(nc)
+	hctx, cancel := context.WithTimeout(ctx, r.cfg.HandshakeTimeout)
+	c, err := wire.Server(hctx, nc, r.handshake(), nil)
+	cancel()
+	leave()
 	if err != nil {
 		r.metrics.refused.Add(1)
 		r.log.Debug("ring: refused peer", "remote", nc.RemoteAddr().String(), "err", err)

@@ -68,6 +68,11 @@ type Config struct {
 	Digest     func() []byte
 	Similarity func(a, b []byte) float64
 	Logger     *slog.Logger
+	// HandshakeTimeout ends an inbound handshake that has not completed;
+	// MaxHandshakes bounds the inbound connections held before theirs
+	// completes, closing the oldest at the bound (wire.HandshakeGate).
+	HandshakeTimeout time.Duration
+	MaxHandshakes    int
 	// Resolve looks up a host's addresses (tests replace it).
 	Resolve func(ctx context.Context, host string) ([]string, error)
 }
@@ -75,7 +80,8 @@ type Config struct {
 // DefaultConfig returns the ring's default timing.
 func DefaultConfig() Config {
 	return Config{Interval: 5 * time.Millisecond, Heartbeat: 100 * time.Millisecond, DeadAfter: 500 * time.Millisecond,
-		RoundTimeout: 200 * time.Millisecond, ResolveEvery: 5 * time.Second, DigestEvery: time.Second}
+		RoundTimeout: 200 * time.Millisecond, ResolveEvery: 5 * time.Second, DigestEvery: time.Second,
+		HandshakeTimeout: 5 * time.Second, MaxHandshakes: wire.DefaultMaxHandshakes}
 }
 
 // Ring is one replica's part in the replica ring.
@@ -92,6 +98,7 @@ type Ring struct {
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
+	gate   *wire.HandshakeGate // inbound connections before their handshake completes
 
 	view  atomic.Pointer[[]Load] // peers' load: last round + pending reservations
 	stats atomic.Pointer[Stats]
@@ -145,6 +152,7 @@ func newRing(cfg Config) (*Ring, error) {
 	}{
 		{&cfg.Interval, def.Interval}, {&cfg.Heartbeat, def.Heartbeat}, {&cfg.DeadAfter, def.DeadAfter},
 		{&cfg.RoundTimeout, def.RoundTimeout}, {&cfg.ResolveEvery, def.ResolveEvery}, {&cfg.DigestEvery, def.DigestEvery},
+		{&cfg.HandshakeTimeout, def.HandshakeTimeout},
 	} {
 		if *d.v <= 0 {
 			*d.v = d.def
@@ -173,7 +181,8 @@ func newRing(cfg Config) (*Ring, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Ring{cfg: cfg, log: cfg.Logger, incarnation: uint64(time.Now().UnixNano()), engines: engineSetHash(cfg.Engines),
-		root: ctx, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{}}
+		root: ctx, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{},
+		gate: wire.NewHandshakeGate(cfg.MaxHandshakes)}
 	r.res.init(r)
 	zero := make([]Load, len(cfg.Engines))
 	r.view.Store(&zero)
