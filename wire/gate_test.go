@@ -194,3 +194,40 @@ func TestRequestCode(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateCheckLimits: PayloadSize is the encoded size, and
+// CheckLimits refuses what Decode (or the frame header) would.
+func TestGenerateCheckLimits(t *testing.T) {
+	lim := DefaultLimits()
+	lim.MaxFrameSize = 1 << 16
+	for _, c := range goldenCases() {
+		g, ok := c.msg.(*Generate)
+		if !ok {
+			continue
+		}
+		p, err := g.AppendPayload(nil)
+		if err != nil || len(p) != g.PayloadSize() {
+			t.Fatalf("%s: PayloadSize %d, encoded %d (%v)", c.name, g.PayloadSize(), len(p), err)
+		}
+		if err := g.CheckLimits(&lim); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	base := func() *Generate {
+		return &Generate{RequestID: []byte("r"), Model: []byte("m"), TopP: 1, Prompt: TokensOf([]uint32{1})}
+	}
+	stops, long, mm, big := base(), base(), base(), base()
+	stops.StopTokens = TokensOf(make([]uint32, lim.MaxStopTokens+1))
+	long.Prompt = TokensOf(make([]uint32, lim.MaxTokens+1))
+	mm.MMItems = MMItemsOf(make([]MMItem, lim.MaxListItems+1))
+	big.Guided = make([]byte, lim.MaxFrameSize)
+	for _, tc := range []struct {
+		name string
+		g    *Generate
+		want error
+	}{{"stops", stops, ErrLimit}, {"prompt", long, ErrLimit}, {"mm_items", mm, ErrLimit}, {"frame", big, ErrFrameTooLarge}} {
+		if err := tc.g.CheckLimits(&lim); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}

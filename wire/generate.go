@@ -169,3 +169,30 @@ func (m *Generate) validate() error {
 	}
 	return nil
 }
+
+// PayloadSize returns the length of the encoded payload, without encoding it.
+func (m *Generate) PayloadSize() int {
+	const fixed = 4*6 + 8 + 4 + 2 + 2 // lora_id .. top_k, seed, flags, dp_rank, reserved
+	return 2 + len(m.RequestID) + 2 + len(m.Model) + fixed + 4 + 4*m.StopTokens.Len() + 2 + len(m.CacheSalt) +
+		2 + mmItemSize*m.MMItems.Len() + 4 + len(m.KVTransfer) + 4 + len(m.Guided) + 4 + 4*m.Prompt.Len()
+}
+
+// CheckLimits reports what a receiver with limits lim would refuse in m
+// for its content: a count over a limit (ErrLimit) or a payload over
+// MaxFrameSize (ErrFrameTooLarge, which an engine cannot answer on the
+// stream: it ends the connection). A sender checks before sending, so
+// that one request cannot cost a connection.
+func (m *Generate) CheckLimits(lim *Limits) error {
+	lim = limitsOrDefault(lim)
+	switch {
+	case m.StopTokens.Len() > lim.MaxStopTokens:
+		return fmt.Errorf("GENERATE stop_token_ids: %d over %d: %w", m.StopTokens.Len(), lim.MaxStopTokens, ErrLimit)
+	case m.Prompt.Len() > lim.MaxTokens:
+		return fmt.Errorf("GENERATE prompt: %d tokens over %d: %w", m.Prompt.Len(), lim.MaxTokens, ErrLimit)
+	case m.MMItems.Len() > lim.MaxListItems:
+		return fmt.Errorf("GENERATE mm_items: %d over %d: %w", m.MMItems.Len(), lim.MaxListItems, ErrLimit)
+	case m.PayloadSize() > lim.MaxFrameSize:
+		return fmt.Errorf("GENERATE of %d bytes over %d: %w", m.PayloadSize(), lim.MaxFrameSize, ErrFrameTooLarge)
+	}
+	return nil
+}
