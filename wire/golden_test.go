@@ -50,6 +50,15 @@ func goldenCases() []goldenCase {
 				AuthRequired: true, HasProof: true, Proof: AcceptorProof(secret, &dn, &an),
 				ID: "engine-a", Models: []string{"Qwen/Qwen3-8B"}, LoRAs: []LoRA{{ID: 1, Name: "sql-lora"}},
 				Tiers: []TierCapacity{{TierGPU, 40000}, {TierCPU, 120000}}}}},
+		{name: "welcome_engine_tiers", about: "WELCOME from an engine with CPU and disk tiers and their costs (FeatureTierCosts, sent because the router's HELLO had it): 2,359,296-byte blocks; CPU 10 us + 25 GB/s, disk 100 us + 7.45 GB/s",
+			msg: &Welcome{Handshake{
+				MinVersion: 1, MaxVersion: 1, Role: RoleEngine, HashScheme: HashXXH3Chained,
+				Features: FeatureSnapshot | FeatureLoadRequest | FeatureTierCosts, BlockSize: 16,
+				MaxBatchedTokens: 8192, Nonce: an, ID: "engine-t", Models: []string{"Qwen/Qwen3-8B"},
+				Tiers: []TierCapacity{{TierGPU, 16384}, {TierCPU, 65536}, {TierDisk, 262144}},
+				TierCosts: TierCosts{BlockBytes: 2359296, Links: []TierLink{
+					{Tier: TierCPU, LatencyNanos: 10_000, BytesPerSecond: 25_000_000_000},
+					{Tier: TierDisk, LatencyNanos: 100_000, BytesPerSecond: 7_450_000_000}}}}}},
 		{name: "auth", about: "AUTH: HMAC-SHA256(\"s3cret\", \"kvgate wire v1 dialer\" || welcome_nonce || hello_nonce)",
 			msg: &Auth{Proof: DialerProof(secret, &dn, &an)}},
 		{name: "ping", about: "PING with opaque data", msg: &Ping{Data: 0x0102030405060708}},

@@ -34,6 +34,7 @@ func DialHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Welcome, error)
 	hello.MinVersion, hello.MaxVersion = MinVersion, MaxVersion
 	hello.Nonce = NewNonce()
 	hello.AuthRequired, hello.HasProof, hello.Proof = false, false, [32]byte{}
+	hello.Features |= FeatureTierCosts // this package reads a WELCOME's tier costs
 	if err := w.Send(0, &hello); err != nil {
 		return nil, fmt.Errorf("sending HELLO: %w", err)
 	}
@@ -105,6 +106,11 @@ func AcceptHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Hello, error)
 	wel.MinVersion, wel.MaxVersion = version, version
 	wel.Nonce = NewNonce()
 	wel.AuthRequired, wel.HasProof, wel.Proof = false, false, [32]byte{}
+	// Tier costs go only to a dialer that reads them (older ones refuse the bytes).
+	wel.Features &^= FeatureTierCosts
+	if hello.Features&FeatureTierCosts != 0 && !wel.TierCosts.empty() {
+		wel.Features |= FeatureTierCosts
+	}
 	if len(cfg.Secret) > 0 {
 		wel.AuthRequired, wel.HasProof = true, true
 		wel.Proof = AcceptorProof(cfg.Secret, &hello.Nonce, &wel.Nonce)

@@ -90,6 +90,7 @@ const (
 	FeatureMultimodal   Feature = 1 << 8  // accepts multimodal items in GENERATE
 	FeatureHybridGroups Feature = 1 << 9  // reports attention groups (hybrid models)
 	FeatureGuided       Feature = 1 << 10 // honours GENERATE.guided (structured outputs)
+	FeatureTierCosts    Feature = 1 << 11 // HELLO: reads a WELCOME's tier costs; WELCOME: carries them (TierCosts)
 )
 
 // Authentication flags of HELLO/WELCOME.
@@ -117,6 +118,7 @@ type LoRA struct {
 //	| max_batched_tokens u32 | hash_seed u64 | dp_ranks u16 | reserved u16 |
 //	| nonce [32] | proof [32] | id str16 | models u16 n, str16 x n |
 //	| loras u16 n, (id u32, name str16) x n | tiers u8 n, (tier u8, reserved [7], blocks u64) x n |
+//	| WELCOME with FeatureTierCosts only: tier costs (TierCosts) |
 type Handshake struct {
 	MinVersion, MaxVersion uint16
 	Role                   Role
@@ -137,9 +139,13 @@ type Handshake struct {
 	Models   []string
 	LoRAs    []LoRA
 	Tiers    []TierCapacity
+	// TierCosts travel in a WELCOME whose Features has FeatureTierCosts
+	// (AcceptHandshake sets the bit when there are costs and the dialer
+	// reads them); a HELLO never carries them.
+	TierCosts TierCosts
 }
 
-func (h *Handshake) appendPayload(dst []byte) ([]byte, error) {
+func (h *Handshake) appendPayload(dst []byte, welcome bool) ([]byte, error) {
 	e := encoder{b: dst}
 	e.b = append(e.b, Magic...)
 	e.u16(h.MinVersion)
@@ -185,10 +191,13 @@ func (h *Handshake) appendPayload(dst []byte) ([]byte, error) {
 			e.u64(t.Blocks)
 		}
 	}
+	if welcome && h.Features&FeatureTierCosts != 0 {
+		h.TierCosts.append(&e)
+	}
 	return e.b, e.err
 }
 
-func (h *Handshake) decode(p []byte, lim *Limits) error {
+func (h *Handshake) decode(p []byte, lim *Limits, welcome bool) error {
 	c := cursor{b: p}
 	if string(c.take(4, "magic")) != Magic {
 		if c.err != nil {
@@ -241,6 +250,9 @@ func (h *Handshake) decode(p []byte, lim *Limits) error {
 			h.Tiers[i] = TierCapacity{Tier: Tier(t), Blocks: c.u64("tier blocks")}
 		}
 	}
+	if welcome && h.Features&FeatureTierCosts != 0 {
+		h.TierCosts.decode(&c)
+	}
 	if c.err == nil && (h.Role < RoleRouter || h.Role > RolePeer) {
 		c.fail(ErrBadValue, "role")
 	}
@@ -267,10 +279,10 @@ type Hello struct{ Handshake }
 func (*Hello) Type() Type { return TypeHello }
 
 // AppendPayload implements Message.
-func (m *Hello) AppendPayload(dst []byte) ([]byte, error) { return m.appendPayload(dst) }
+func (m *Hello) AppendPayload(dst []byte) ([]byte, error) { return m.appendPayload(dst, false) }
 
 // Decode implements Message.
-func (m *Hello) Decode(p []byte, lim *Limits) error { return m.decode(p, limitsOrDefault(lim)) }
+func (m *Hello) Decode(p []byte, lim *Limits) error { return m.decode(p, limitsOrDefault(lim), false) }
 
 // Welcome answers HELLO: the acceptor's identity, the chosen version (in both
 // MinVersion and MaxVersion), its nonce and, when authenticating, its proof.
@@ -280,11 +292,11 @@ type Welcome struct{ Handshake }
 func (*Welcome) Type() Type { return TypeWelcome }
 
 // AppendPayload implements Message.
-func (m *Welcome) AppendPayload(dst []byte) ([]byte, error) { return m.appendPayload(dst) }
+func (m *Welcome) AppendPayload(dst []byte) ([]byte, error) { return m.appendPayload(dst, true) }
 
 // Decode implements Message.
 func (m *Welcome) Decode(p []byte, lim *Limits) error {
-	if err := m.decode(p, limitsOrDefault(lim)); err != nil {
+	if err := m.decode(p, limitsOrDefault(lim), true); err != nil {
 		return err
 	}
 	if m.MinVersion != m.MaxVersion {
