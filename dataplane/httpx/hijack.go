@@ -85,9 +85,7 @@ func (w *ResponseWriter) Unhijack(c *net.TCPConn, keepAlive bool) {
 		_ = st.c.CloseWithCallback(nil)
 		return
 	}
-	st.since.Store(time.Now().UnixNano())
-	st.busy.Store(false)
-	_ = st.c.Wake(nil)
+	st.reuse()
 }
 
 // Raw returns the request's bytes exactly as the client sent them (header

@@ -4,11 +4,19 @@
 // (whole or streamed with chunked encoding) written back with AsyncWrite in
 // request order, with bounded output buffering per connection. What runs on
 // an event loop, and what may block one: dataplane/LOCKS.md.
+//
+// What a client can make the server hold is bounded: a header by
+// Config.MaxHeaderBytes (trailers count against it too), a body by
+// Config.MaxBodyBytes, what it pipelines behind a request in service by
+// Config.PipelineWindow (reading stops there: TCP backpressure), and what
+// waits to be written to it by Config.MaxPendingWrite. Every byte is
+// parsed once (reader.go), so a request costs time and memory linear in
+// its size however it is split across reads.
 package httpx
 
 import (
 	"bytes"
-	"strconv"
+	"strings"
 )
 
 // Request is a parsed HTTP request. Body is a copy owned by the handler.
@@ -71,40 +79,28 @@ type limits struct {
 	maxBody   int
 }
 
-// parseResult is the outcome of looking at the buffered bytes.
-type parseResult struct {
-	req        *Request
-	consumed   int
-	headerDone bool // the header is complete (the body may not be)
-	expect100  bool
+// framing is how a request's body is delimited, as its header says.
+type framing struct {
+	contentLength int // -1: none
+	chunked       bool
+	expect100     bool
 }
 
 var crlf = []byte("\r\n")
 
-// parse reads one request from b. With a nil req and nil error, more bytes
-// are needed.
-func parse(b []byte, lim limits) (parseResult, *parseError) {
-	end := bytes.Index(b, []byte("\r\n\r\n"))
-	if end < 0 {
-		if len(b) > lim.maxHeader {
-			return parseResult{}, &parseError{431, "request header too large"}
-		}
-		return parseResult{}, nil
-	}
-	if end+4 > lim.maxHeader {
-		return parseResult{}, &parseError{431, "request header too large"}
-	}
-	head := b[:end]
+// parseHead parses a complete request header (without its final empty
+// line): the request line, then the fields.
+func parseHead(head []byte) (*Request, framing, *parseError) {
+	fr := framing{contentLength: -1}
 	lineEnd := bytes.Index(head, crlf)
 	if lineEnd < 0 {
 		lineEnd = len(head)
 	}
 	req := &Request{}
 	if err := parseRequestLine(req, head[:lineEnd]); err != nil {
-		return parseResult{}, err
+		return nil, fr, err
 	}
-	var contentLength = -1
-	chunked, expect := false, false
+	hosts := 0
 	for rest := head[min(lineEnd+2, len(head)):]; len(rest) > 0; {
 		line := rest
 		if i := bytes.Index(rest, crlf); i >= 0 {
@@ -112,72 +108,110 @@ func parse(b []byte, lim limits) (parseResult, *parseError) {
 		} else {
 			rest = nil
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || bytes.ContainsAny(line[:colon], " \t") {
-			return parseResult{}, &parseError{400, "malformed header line"}
+		f, err := parseField(line)
+		if err != nil {
+			return nil, fr, err
 		}
-		f := Field{Name: string(line[:colon]), Value: string(bytes.TrimSpace(line[colon+1:]))}
 		req.Header = append(req.Header, f)
 		switch {
+		case equalFold(f.Name, "Host"):
+			hosts++
 		case equalFold(f.Name, "Content-Length"):
-			n, err := strconv.Atoi(f.Value)
-			if err != nil || n < 0 || (contentLength >= 0 && n != contentLength) {
-				return parseResult{}, &parseError{400, "invalid Content-Length"}
+			n, ok := parseContentLength(f.Value)
+			if !ok || (fr.contentLength >= 0 && n != fr.contentLength) {
+				return nil, fr, &parseError{400, "invalid Content-Length"}
 			}
-			contentLength = n
+			fr.contentLength = n
 		case equalFold(f.Name, "Transfer-Encoding"):
-			if !equalFold(f.Value, "chunked") {
-				return parseResult{}, &parseError{501, "unsupported Transfer-Encoding " + f.Value}
+			if !equalFold(f.Value, "chunked") || fr.chunked {
+				return nil, fr, &parseError{501, "unsupported Transfer-Encoding " + f.Value}
 			}
-			chunked = true
+			fr.chunked = true
 		case equalFold(f.Name, "Connection"):
-			if equalFold(f.Value, "close") {
+			if hasToken(f.Value, "close") {
 				req.close = true
 			}
 		case equalFold(f.Name, "Expect"):
 			if !equalFold(f.Value, "100-continue") {
-				return parseResult{}, &parseError{417, "unsupported Expect " + f.Value}
+				return nil, fr, &parseError{417, "unsupported Expect " + f.Value}
 			}
-			expect = true
+			fr.expect100 = true
 		}
 	}
-	if chunked && contentLength >= 0 {
-		return parseResult{}, &parseError{400, "both Content-Length and chunked"}
+	// RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request
+	// without a Host field, or with more than one.
+	if req.Proto11 && hosts != 1 {
+		return nil, fr, &parseError{400, "an HTTP/1.1 request needs exactly one Host header"}
 	}
-	if !req.Proto11 && req.Header.Get("Connection") != "keep-alive" {
+	if fr.chunked && fr.contentLength >= 0 {
+		return nil, fr, &parseError{400, "both Content-Length and chunked"}
+	}
+	if !req.Proto11 && !hasToken(req.Header.Get("Connection"), "keep-alive") {
 		req.close = true
 	}
-	res := parseResult{headerDone: true, expect100: expect}
-	bodyStart := end + 4
-	switch {
-	case chunked:
-		body, n, perr := parseChunked(b[bodyStart:], lim.maxBody)
-		if perr != nil {
-			return res, perr
-		}
-		if n == 0 {
-			return res, nil
-		}
-		req.Body, res.consumed = body, bodyStart+n
-	case contentLength > lim.maxBody:
-		return res, &parseError{413, "request body too large"}
-	case contentLength > 0:
-		if len(b)-bodyStart < contentLength {
-			return res, nil
-		}
-		req.Body = append([]byte(nil), b[bodyStart:bodyStart+contentLength]...)
-		res.consumed = bodyStart + contentLength
-	default:
-		res.consumed = bodyStart
+	return req, fr, nil
+}
+
+// parseField reads one "name: value" line. The name must be a token and
+// the value free of control characters (a bare CR or LF in a value would
+// otherwise reach whatever reflects or logs it as a line break).
+func parseField(line []byte) (Field, *parseError) {
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 || !isToken(line[:colon]) {
+		return Field{}, &parseError{400, "malformed header line"}
 	}
-	res.req = req
-	return res, nil
+	value := bytes.Trim(line[colon+1:], " \t")
+	for _, c := range value {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return Field{}, &parseError{400, "control character in the value of header " + string(line[:colon])}
+		}
+	}
+	return Field{Name: string(line[:colon]), Value: string(value)}, nil
+}
+
+// parseContentLength accepts digits only (RFC 9110 8.6: 1*DIGIT), so
+// "+2", "-1", " 2" or "0x2" are refused rather than read as numbers.
+func parseContentLength(v string) (int, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(v[i]-'0')
+	}
+	return n, true
+}
+
+// hasToken reports whether a comma-separated list holds tok (any case).
+func hasToken(list, tok string) bool {
+	for item := range strings.SplitSeq(list, ",") {
+		if equalFold(strings.Trim(item, " \t"), tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// isToken reports whether b is an RFC 9110 token (a method or field name).
+func isToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c <= ' ' || c >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func parseRequestLine(req *Request, line []byte) *parseError {
 	sp1 := bytes.IndexByte(line, ' ')
 	sp2 := bytes.LastIndexByte(line, ' ')
-	if sp1 <= 0 || sp2 <= sp1 {
+	if sp1 <= 0 || sp2 <= sp1 || !isToken(line[:sp1]) {
 		return &parseError{400, "malformed request line"}
 	}
 	req.Method = string(line[:sp1])
@@ -192,57 +226,15 @@ func parseRequestLine(req *Request, line []byte) *parseError {
 	if len(target) == 0 || target[0] != '/' {
 		return &parseError{400, "request target must be a path"}
 	}
+	for _, c := range target {
+		if c <= ' ' || c == 0x7f {
+			return &parseError{400, "malformed request target"}
+		}
+	}
 	if q := bytes.IndexByte(target, '?'); q >= 0 {
 		req.Path, req.RawQuery = string(target[:q]), string(target[q+1:])
 	} else {
 		req.Path = string(target)
 	}
 	return nil
-}
-
-// parseChunked decodes a whole chunked body; n is 0 while incomplete.
-func parseChunked(b []byte, maxBody int) (body []byte, n int, err *parseError) {
-	pos := 0
-	for {
-		i := bytes.Index(b[pos:], crlf)
-		if i < 0 {
-			if len(b)-pos > 64 {
-				return nil, 0, &parseError{400, "malformed chunk size"}
-			}
-			return nil, 0, nil
-		}
-		sizeField := b[pos : pos+i]
-		if semi := bytes.IndexByte(sizeField, ';'); semi >= 0 {
-			sizeField = sizeField[:semi] // chunk extensions are ignored
-		}
-		size, perr := strconv.ParseUint(string(bytes.TrimSpace(sizeField)), 16, 31)
-		if perr != nil {
-			return nil, 0, &parseError{400, "malformed chunk size"}
-		}
-		pos += i + 2
-		if size == 0 {
-			// Trailer fields end with an empty line.
-			j := bytes.Index(b[pos:], []byte("\r\n"))
-			for j > 0 {
-				pos += j + 2
-				j = bytes.Index(b[pos:], crlf)
-			}
-			if j < 0 {
-				return nil, 0, nil
-			}
-			return body, pos + 2, nil
-		}
-		if len(body)+int(size) > maxBody {
-			return nil, 0, &parseError{413, "request body too large"}
-		}
-		if len(b)-pos < int(size)+2 {
-			return nil, 0, nil
-		}
-		body = append(body, b[pos:pos+int(size)]...)
-		pos += int(size)
-		if !bytes.HasPrefix(b[pos:], crlf) {
-			return nil, 0, &parseError{400, "malformed chunk"}
-		}
-		pos += 2
-	}
 }

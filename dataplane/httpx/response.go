@@ -1,18 +1,20 @@
 package httpx
 
 import (
+	"context"
 	"errors"
 	"net/http"
-
-	"github.com/panjf2000/gnet/v2"
 	"strconv"
 	"time"
+
+	"github.com/panjf2000/gnet/v2"
 )
 
 // ResponseWriter writes one response, whole (Write then Finish) or streamed
 // (Stream, Chunk..., Finish). Bytes leave through gnet's AsyncWrite from the
-// handler's goroutine; bytes not yet on the wire are counted, and a client
-// that lets more than MaxPendingWrite pile up is disconnected.
+// handler's goroutine; bytes not yet on the wire are counted. A streamed
+// response to a client that lets more than MaxPendingWrite pile up is cut
+// off; a whole response is written as fast as the client reads it.
 type ResponseWriter struct {
 	st        *connState
 	req       *Request
@@ -36,6 +38,13 @@ func (h *Header) Set(name, value string) { *h = append(*h, Field{name, value}) }
 // Gone is closed when the client's connection closes.
 func (w *ResponseWriter) Gone() <-chan struct{} { return w.st.gone }
 
+// Started reports whether the response's head has been sent (a stream
+// began), so an error can no longer be a response of its own.
+func (w *ResponseWriter) Started() bool { return w.streaming }
+
+// Finished reports whether Finish, Abort or Unhijack ended the response.
+func (w *ResponseWriter) Finished() bool { return w.finished }
+
 // WriteHeader sets the status of a whole response.
 func (w *ResponseWriter) WriteHeader(status int) { w.status = status }
 
@@ -54,7 +63,7 @@ func (w *ResponseWriter) Stream(status int) error {
 
 // Chunk sends one chunk of a streamed response.
 func (w *ResponseWriter) Chunk(p []byte) error {
-	if len(p) == 0 {
+	if len(p) == 0 || w.req.Method == "HEAD" {
 		return nil
 	}
 	b := make([]byte, 0, len(p)+16)
@@ -62,6 +71,9 @@ func (w *ResponseWriter) Chunk(p []byte) error {
 	b = append(b, "\r\n"...)
 	b = append(b, p...)
 	b = append(b, "\r\n"...)
+	if len(b) > w.st.srv.cfg.MaxPendingWrite/2 {
+		return w.sendPaced(b)
+	}
 	return w.send(b)
 }
 
@@ -73,23 +85,36 @@ func (w *ResponseWriter) Finish() error {
 	w.finished = true
 	defer w.st.srv.active.Add(-1)
 	var err error
-	if w.streaming {
+	switch {
+	case w.streaming && w.req.Method == "HEAD":
+	case w.streaming:
 		err = w.send([]byte("0\r\n\r\n"))
-	} else {
+	default:
 		if w.status == 0 {
 			w.status = http.StatusOK
 		}
 		msg := w.head(len(w.body))
-		err = w.send(append(msg, w.body...))
+		if w.req.Method != "HEAD" { // RFC 9110 9.3.2: the head a GET would get, no content
+			msg = append(msg, w.body...)
+		}
+		w.body = nil
+		err = w.sendPaced(msg)
 	}
 	st := w.st
 	if err != nil || w.req.close || st.srv.closing.Load() {
 		_ = st.c.CloseWithCallback(nil)
 		return err
 	}
-	st.since.Store(time.Now().UnixNano())
+	st.reuse()
+	return nil
+}
+
+// reuse readies the connection for its next request and parses one that
+// is already buffered.
+func (st *connState) reuse() {
+	st.setPhase(phaseIdle)
 	st.busy.Store(false)
-	return st.c.Wake(nil) // parse any pipelined request already buffered
+	_ = st.c.Wake(nil) // on the loop: reading resumes, a pipelined request is parsed
 }
 
 // Abort drops the connection without completing the response.
@@ -110,6 +135,10 @@ func (w *ResponseWriter) head(contentLength int) []byte {
 	b = append(b, statusText(w.status)...)
 	b = append(b, "\r\n"...)
 	for _, f := range w.header {
+		if !isToken([]byte(f.Name)) || !safeValue(f.Value) {
+			w.st.srv.log.Warn("dropping a response header that would break the head", "name", strconv.Quote(f.Name))
+			continue
+		}
 		b = append(b, f.Name...)
 		b = append(b, ": "...)
 		b = append(b, f.Value...)
@@ -126,14 +155,27 @@ func (w *ResponseWriter) head(contentLength int) []byte {
 	return append(b, "\r\n"...)
 }
 
+// safeValue reports whether v can be a field value as it is: no CR, LF
+// or other control characters but tab.
+func safeValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// send queues b for the client; a client with more than MaxPendingWrite
+// waiting for it is not reading, and is cut off.
 func (w *ResponseWriter) send(b []byte) error {
 	st := w.st
 	if st.closed.Load() {
 		return ErrClientGone
 	}
 	if st.pending.Add(int64(len(b)))+st.outbound.Load() > int64(st.srv.cfg.MaxPendingWrite) {
-		// The client stopped reading: cut it off rather than buffer forever.
-		st.srv.log.Warn("client not reading: disconnecting", "remote", st.remote, "pending", st.pending.Load())
+		st.srv.log.Warn("client not reading: disconnecting", "remote", st.remote, "pending", st.pending.Load(),
+			"outbound", st.outbound.Load(), "limit", st.srv.cfg.MaxPendingWrite)
 		_ = st.c.CloseWithCallback(nil)
 		return ErrClientGone
 	}
@@ -144,6 +186,64 @@ func (w *ResponseWriter) send(b []byte) error {
 		st.pending.Add(-n)
 		return nil
 	})
+}
+
+// sendPaced queues b in pieces of at most half of MaxPendingWrite, each
+// once the client has read enough of what came before: a response of any
+// size leaves with backpressure. Only a client that reads nothing for
+// WriteStallTimeout is cut off.
+func (w *ResponseWriter) sendPaced(b []byte) error {
+	st := w.st
+	piece := max(st.srv.cfg.MaxPendingWrite/2, 1)
+	for len(b) > 0 {
+		p := b[:min(piece, len(b))]
+		if err := w.waitRoom(int64(len(p))); err != nil {
+			return err
+		}
+		if err := w.send(p); err != nil {
+			return err
+		}
+		b = b[len(p):]
+	}
+	return nil
+}
+
+// waitRoom waits until n more bytes fit under MaxPendingWrite, asking the
+// loop how much gnet still holds; it gives up when nothing left for
+// WriteStallTimeout.
+func (w *ResponseWriter) waitRoom(n int64) error {
+	st, limit := w.st, int64(w.st.srv.cfg.MaxPendingWrite)
+	held := st.pending.Load() + st.outbound.Load()
+	if held+n <= limit {
+		return nil
+	}
+	last, lastMove, delay := held, time.Now(), 100*time.Microsecond
+	for {
+		if st.closed.Load() {
+			return ErrClientGone
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), st.srv.cfg.WriteStallTimeout)
+		out := w.outboundNow(ctx)
+		cancel()
+		if out < 0 {
+			return ErrClientGone
+		}
+		st.outbound.Store(int64(out))
+		held = st.pending.Load() + int64(out)
+		if held+n <= limit {
+			return nil
+		}
+		if held < last {
+			last, lastMove, delay = held, time.Now(), 100*time.Microsecond
+		} else if stalled := time.Since(lastMove); stalled > st.srv.cfg.WriteStallTimeout {
+			st.srv.log.Warn("client not reading: disconnecting", "remote", st.remote, "held", held,
+				"stalled", stalled.Round(time.Millisecond).String())
+			_ = st.c.CloseWithCallback(nil)
+			return ErrClientGone
+		}
+		time.Sleep(delay) // the poll interval: gnet tells no one when a write drains
+		delay = min(2*delay, 10*time.Millisecond)
+	}
 }
 
 func statusText(code int) string {

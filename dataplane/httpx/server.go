@@ -16,7 +16,9 @@ import (
 )
 
 // Handler serves one request. It runs on its own goroutine, never on an
-// event loop, and must call w.Finish (or w.Abort) exactly once.
+// event loop, and should call w.Finish (or w.Abort) exactly once; the
+// server aborts a response its handler returned from without finishing,
+// and answers 500 for a handler that panicked.
 type Handler interface {
 	ServeHTTP(w *ResponseWriter, r *Request)
 }
@@ -25,13 +27,27 @@ type Handler interface {
 type Config struct {
 	Addr           string
 	EventLoops     int // 0: one per CPU
-	MaxHeaderBytes int
+	MaxHeaderBytes int // a request's header, and its chunked trailers
 	MaxBodyBytes   int
-	HeaderTimeout  time.Duration // a request's header must arrive within this
-	IdleTimeout    time.Duration // a keep-alive connection may wait this long
-	// MaxPendingWrite bounds the bytes queued to one client; a client that
-	// stops reading past it is cut off.
+	// HeaderTimeout bounds the time from a request's first byte to the
+	// end of its header.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the time from the end of a request's header to
+	// the end of its body: an upload has this long, not HeaderTimeout.
+	BodyTimeout time.Duration
+	IdleTimeout time.Duration // a keep-alive connection may wait this long
+	// PipelineWindow bounds what a client may send ahead while one of its
+	// requests is served: past it the server stops reading the socket
+	// until the request in service ends (TCP backpressure); a client that
+	// forces more than 16 windows in anyway is cut off.
+	PipelineWindow int
+	// MaxPendingWrite bounds the bytes queued to one client. A streamed
+	// response to a client that lets more pile up is cut off; a whole
+	// response larger than it is written as the client reads.
 	MaxPendingWrite int
+	// WriteStallTimeout is how long a whole response may wait for a client
+	// that reads nothing before the client is cut off.
+	WriteStallTimeout time.Duration
 	// SocketSendBuffer sets SO_SNDBUF of client sockets (0: the kernel's
 	// autotuning). What the kernel buffers is invisible to MaxPendingWrite.
 	SocketSendBuffer int
@@ -44,7 +60,19 @@ type Config struct {
 // DefaultConfig returns the server defaults.
 func DefaultConfig() Config {
 	return Config{Addr: "127.0.0.1:8080", MaxHeaderBytes: 64 << 10, MaxBodyBytes: 32 << 20,
-		HeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxPendingWrite: 8 << 20}
+		HeaderTimeout: 10 * time.Second, BodyTimeout: 5 * time.Minute, IdleTimeout: 120 * time.Second,
+		PipelineWindow: 64 << 10, MaxPendingWrite: 8 << 20, WriteStallTimeout: 30 * time.Second}
+}
+
+// Validate reports a limit that would leave the server unbounded.
+func (c *Config) Validate() error {
+	if c.MaxHeaderBytes <= 0 || c.MaxBodyBytes <= 0 || c.PipelineWindow <= 0 || c.MaxPendingWrite <= 0 {
+		return errors.New("httpx: header, body, pipeline window and pending-write limits must be positive")
+	}
+	if c.HeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.IdleTimeout <= 0 || c.WriteStallTimeout <= 0 {
+		return errors.New("httpx: header, body, idle and write-stall timeouts must be positive")
+	}
+	return nil
 }
 
 // Server is an HTTP/1.1 server on gnet.
@@ -62,27 +90,23 @@ type Server struct {
 	closing atomic.Bool
 }
 
-type connState struct {
-	c            gnet.Conn
-	srv          *Server
-	busy         atomic.Bool // a request is being served: later ones wait in the buffer
-	closed       atomic.Bool
-	continueSent bool
-	since        atomic.Int64 // unix nanos: start of the partial header, or last activity when idle
-	// partial: the loop last saw a request's start but not all of it in
-	// the buffer. OnTick reads this instead of InboundBuffered, which only
-	// the connection's own loop may call.
-	partial  atomic.Bool
-	pending  atomic.Int64 // bytes handed to AsyncWrite and not yet processed by the loop
-	outbound atomic.Int64 // bytes gnet holds because the socket would block
-	gone     chan struct{}
-	remote   string
-}
-
-// NewServer returns a server; Serve runs it.
+// NewServer returns a server; Serve runs it. Zero limits take DefaultConfig's.
 func NewServer(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := DefaultConfig()
+	for _, f := range []struct{ v, d *int }{{&cfg.MaxHeaderBytes, &def.MaxHeaderBytes}, {&cfg.MaxBodyBytes, &def.MaxBodyBytes},
+		{&cfg.PipelineWindow, &def.PipelineWindow}, {&cfg.MaxPendingWrite, &def.MaxPendingWrite}} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	for _, f := range []struct{ v, d *time.Duration }{{&cfg.HeaderTimeout, &def.HeaderTimeout}, {&cfg.BodyTimeout, &def.BodyTimeout},
+		{&cfg.IdleTimeout, &def.IdleTimeout}, {&cfg.WriteStallTimeout, &def.WriteStallTimeout}} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
 	}
 	return &Server{cfg: cfg, h: h, log: cfg.Logger, booted: make(chan struct{}), conns: make(map[*connState]struct{})}
 }
@@ -141,8 +165,9 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if s.closing.Load() {
 		return nil, gnet.Close
 	}
-	st := &connState{c: c, srv: s, gone: make(chan struct{}), remote: c.RemoteAddr().String()}
-	st.since.Store(time.Now().UnixNano())
+	st := &connState{c: c, srv: s, gone: make(chan struct{}), remote: c.RemoteAddr().String(),
+		rd: reader{lim: limits{maxHeader: s.cfg.MaxHeaderBytes, maxBody: s.cfg.MaxBodyBytes}, keepRaw: s.cfg.KeepRaw}}
+	st.setPhase(phaseIdle)
 	c.SetContext(st)
 	s.mu.Lock()
 	s.conns[st] = struct{}{}
@@ -154,6 +179,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if st, ok := c.Context().(*connState); ok {
 		st.closed.Store(true)
+		st.rd = reader{} // what it held goes at once
 		close(st.gone)
 		s.mu.Lock()
 		delete(s.conns, st)
@@ -162,65 +188,31 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	return gnet.None
 }
 
-// OnTraffic implements gnet.EventHandler: it parses at most one request and
-// hands it to a goroutine; while that request is served, later pipelined
-// requests stay buffered, so responses leave in request order.
-func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
-	st := c.Context().(*connState)
-	if st.busy.Load() {
-		return gnet.None
-	}
-	buf, _ := c.Peek(-1)
-	if len(buf) == 0 {
-		return gnet.None
-	}
-	res, perr := parse(buf, limits{maxHeader: s.cfg.MaxHeaderBytes, maxBody: s.cfg.MaxBodyBytes})
-	if perr != nil {
-		_, _ = c.Write(errorResponse(perr.status, perr.msg))
-		return gnet.Close
-	}
-	if res.req == nil {
-		st.partial.Store(true)
-		if res.headerDone && res.expect100 && !st.continueSent {
-			st.continueSent = true
-			_, _ = c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
-		}
-		if !res.headerDone && len(buf) > 0 && st.since.Load() == 0 {
-			st.since.Store(time.Now().UnixNano())
-		}
-		return gnet.None
-	}
-	if s.cfg.KeepRaw { // before Discard: buf is gnet's
-		res.req.raw = append([]byte(nil), buf[:res.consumed]...)
-	}
-	_, _ = c.Discard(res.consumed)
-	st.continueSent = false
-	st.partial.Store(false)
-	st.since.Store(0)
-	st.busy.Store(true)
-	res.req.RemoteAddr = st.remote
-	w := &ResponseWriter{st: st, req: res.req, header: Header{}}
-	s.active.Add(1)
-	go s.h.ServeHTTP(w, res.req)
-	return gnet.None
-}
-
-// OnTick closes connections that held a partial header or sat idle too long.
+// OnTick closes connections whose header, body or idle wait ran out:
+// those that were sending a request get a 408 first.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	now := time.Now().UnixNano()
 	s.mu.Lock()
 	for st := range s.conns {
-		since := st.since.Load()
-		if st.busy.Load() || since == 0 {
+		phase, since := st.phaseNow()
+		var limit time.Duration
+		switch phase {
+		case phaseIdle:
+			limit = s.cfg.IdleTimeout
+		case phaseHeader:
+			limit = s.cfg.HeaderTimeout
+		case phaseBody:
+			limit = s.cfg.BodyTimeout
+		default:
 			continue
 		}
-		limit := s.cfg.IdleTimeout
-		if st.partial.Load() {
-			limit = s.cfg.HeaderTimeout
+		if time.Duration(now-since) <= limit || !st.timedOut.CompareAndSwap(false, true) {
+			continue
 		}
-		if time.Duration(now-since) > limit {
-			_ = st.c.CloseWithCallback(nil)
+		if phase != phaseIdle {
+			_ = st.c.AsyncWrite(errorResponse(408, "request not received in time"), nil)
 		}
+		_ = st.c.CloseWithCallback(nil)
 	}
 	s.mu.Unlock()
 	return time.Second, gnet.None
@@ -253,7 +245,7 @@ wait:
 }
 
 func errorResponse(status int, msg string) []byte {
-	body := `{"error":{"message":` + strconv.Quote(msg) + `,"type":"invalid_request_error","code":null}}`
+	body := `{"error":{"message":` + strconv.Quote(msg) + `,"type":"invalid_request_error","param":null,"code":null}}`
 	return []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + statusText(status) +
 		"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)

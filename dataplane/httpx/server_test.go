@@ -69,35 +69,25 @@ func TestServeAndShutdown(t *testing.T) {
 	}
 }
 
-// TestPartialHeaderTimesOut: a client that sends half a header is cut off
-// after HeaderTimeout, even though the idle timeout is far away; OnTick
-// learns that from the loop's own record, not from gnet's buffer (which
-// only the loop may read).
+// TestPartialHeaderTimesOut: a client that sends half a header is
+// answered 408 and cut off after HeaderTimeout, even though the idle
+// timeout is far away; OnTick learns that from the loop's own record, not
+// from gnet's buffer (which only the loop may read).
 func TestPartialHeaderTimesOut(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Addr, cfg.EventLoops = "127.0.0.1:0", 1
 	cfg.HeaderTimeout, cfg.IdleTimeout = time.Second, time.Hour
-	s := NewServer(cfg, handlerFunc(func(w *ResponseWriter, r *Request) { _ = w.Finish() }))
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
-	<-s.Booted()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		<-served
-	}()
-	c, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	s := serveT(t, cfg, handlerFunc(func(w *ResponseWriter, r *Request) { _ = w.Finish() }))
+	c := dialT(t, s)
 	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost:"); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
-	n, err := c.Read(make([]byte, 1))
-	if err != io.EOF || n != 0 {
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 408 {
+		t.Fatalf("want 408, got %v %v", resp, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF || n != 0 {
 		t.Fatalf("want the server to close the connection, got %d bytes, %v", n, err)
 	}
 }
