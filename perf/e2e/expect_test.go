@@ -21,7 +21,7 @@ func TestExpectContinue(t *testing.T) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	body := `{"prompt":"hello there"}`
-	if _, err := c.Write([]byte("POST /tokenize HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n")); err != nil {
+	if _, err := c.Write([]byte("POST /tokenize HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	rd := bufio.NewReader(c)

@@ -196,10 +196,10 @@ func TestMalformedAndOversized(t *testing.T) {
 	cases := map[string]struct{ payload, want string }{
 		"garbage request line": {"HELLO\r\n\r\n", "400"},
 		"bad version":          {"GET /health HTTP/9.9\r\n\r\n", "505"},
-		"bad content-length":   {"POST /v1/completions HTTP/1.1\r\nContent-Length: x\r\n\r\n", "400"},
-		"oversized body":       {"POST /v1/completions HTTP/1.1\r\nContent-Length: 100000\r\n\r\n", "413"},
-		"header too large":     {"GET /health HTTP/1.1\r\nX: " + strings.Repeat("a", 70000) + "\r\n\r\n", "431"},
-		"malformed JSON":       {"POST /v1/completions HTTP/1.1\r\nContent-Length: 5\r\n\r\n{bad}", "400"},
+		"bad content-length":   {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n", "400"},
+		"oversized body":       {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", "413"},
+		"header too large":     {"GET /health HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 70000) + "\r\n\r\n", "431"},
+		"malformed JSON":       {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n{bad}", "400"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -211,9 +211,9 @@ func TestMalformedAndOversized(t *testing.T) {
 	}
 	// Pipelined requests on one connection, a chunked body among them,
 	// answered in order.
-	got := rawHTTP(t, base, "GET /health HTTP/1.1\r\n\r\n"+
-		"POST /tokenize HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"pro\r\n10\r\nmpt\":\"hi there\"}\r\n0\r\n\r\n"+
-		"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n", true)
+	got := rawHTTP(t, base, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"pro\r\n10\r\nmpt\":\"hi there\"}\r\n0\r\n\r\n"+
+		"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", true)
 	first, second := strings.Index(got, `{"status":"ok"}`), strings.Index(got, `"count":2`)
 	if first < 0 || second < first || strings.Count(got, "HTTP/1.1 200") != 3 {
 		t.Fatalf("pipelined answers: %q", got)
