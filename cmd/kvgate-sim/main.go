@@ -48,7 +48,7 @@ func run(args []string, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	cfg.Logger.Info("kvgate-sim serving", "addr", ln.Addr().String(), "id", cfg.ID, "model", cfg.Rank.Model,
-		"block_size", cfg.Rank.BlockSize, "gpu_blocks", cfg.Rank.GPUBlocks, "cpu_blocks", cfg.Rank.CPUBlocks,
+		"block_size", cfg.Rank.BlockSize, "gpu_blocks", cfg.Rank.GPUBlocks, "cpu_blocks", cfg.Rank.CPUBlocks, "disk_blocks", cfg.Rank.DiskBlocks,
 		"dp_ranks", cfg.DPRanks, "profile", cfg.Rank.Profile.Name, "speed", cfg.Speed)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -79,6 +79,11 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	fs.IntVar(&cfg.Rank.BlockSize, "block-size", cfg.Rank.BlockSize, "tokens per KV block")
 	fs.IntVar(&cfg.Rank.GPUBlocks, "gpu-blocks", cfg.Rank.GPUBlocks, "GPU KV capacity in blocks, per rank")
 	fs.IntVar(&cfg.Rank.CPUBlocks, "cpu-blocks", 0, "CPU tier capacity in blocks, per rank (0: no CPU tier)")
+	fs.IntVar(&cfg.Rank.DiskBlocks, "disk-blocks", 0, "disk tier capacity in blocks, per rank (0: no disk tier); takes what the CPU tier evicts, or the GPU's without one")
+	fs.Float64Var(&cfg.Rank.CPULink.GBps, "cpu-bandwidth", cfg.Rank.CPULink.GBps, "GB/s loading CPU-tier blocks into the GPU (default: PCIe 4.0 x16, see perf/sim/tiers.go)")
+	fs.DurationVar(&cfg.Rank.CPULink.Latency, "cpu-latency", cfg.Rank.CPULink.Latency, "latency of a step's load from the CPU tier")
+	fs.Float64Var(&cfg.Rank.DiskLink.GBps, "disk-bandwidth", cfg.Rank.DiskLink.GBps, "GB/s loading disk-tier blocks into the GPU (default: a PCIe 4.0 x4 NVMe SSD)")
+	fs.DurationVar(&cfg.Rank.DiskLink.Latency, "disk-latency", cfg.Rank.DiskLink.Latency, "latency of a step's load from the disk tier")
 	fs.IntVar(&cfg.Rank.MaxRunning, "max-running", cfg.Rank.MaxRunning, "maximum sequences in the running batch")
 	fs.IntVar(&cfg.Rank.MaxBatchedTokens, "max-batched-tokens", cfg.Rank.MaxBatchedTokens, "token budget per step (chunked prefill)")
 	fs.IntVar(&cfg.Rank.MaxModelLen, "max-model-len", cfg.Rank.MaxModelLen, "maximum prompt plus output tokens")

@@ -10,14 +10,20 @@ import (
 // vLLM's block pool. GPU blocks are reference-counted while requests use
 // them; a full block gets its chained hash and enters the prefix cache; a
 // block no request uses stays cached on the free list, least recently used
-// first, until a new allocation evicts it. Evicted cached blocks move to an
-// optional bounded CPU pool, from which a later request loads them instead of
-// recomputing. Every change of the cached set is recorded as a KV event.
+// first, until a new allocation evicts it. Evicted cached blocks move
+// down: to an optional bounded CPU pool, and what the CPU pool evicts to an
+// optional bounded disk pool (with no CPU pool, GPU evictions go to disk),
+// as vLLM's offloading connector stores GPU blocks in CPU memory and LMCache
+// cascades its local CPU backend into its local disk backend. A later
+// request loads a block from the best tier holding it instead of
+// recomputing it. Every change of a tier's set is recorded as a KV event of
+// that tier.
 type blockManager struct {
 	blocks []block
 	free   lruList // GPU blocks with ref == 0, eviction order
 	cached map[uint64]int32
-	cpu    cpuPool
+	cpu    tierPool
+	disk   tierPool
 	events []kvstore.Event
 }
 
@@ -32,8 +38,9 @@ type block struct {
 	onFree    bool
 }
 
-func newBlockManager(gpuBlocks, cpuBlocks int) *blockManager {
-	m := &blockManager{blocks: make([]block, gpuBlocks), cached: make(map[uint64]int32), cpu: newCPUPool(cpuBlocks)}
+func newBlockManager(gpuBlocks, cpuBlocks, diskBlocks int) *blockManager {
+	m := &blockManager{blocks: make([]block, gpuBlocks), cached: make(map[uint64]int32),
+		cpu: newTierPool(kvstore.TierCPU, cpuBlocks), disk: newTierPool(kvstore.TierDisk, diskBlocks)}
 	m.free.init(m.blocks)
 	for i := range m.blocks {
 		m.free.pushBack(m.blocks, int32(i))
@@ -81,13 +88,49 @@ func (m *blockManager) allocate() (int32, bool) {
 func (m *blockManager) evict(blk *block) {
 	delete(m.cached, blk.hash)
 	m.events = append(m.events, kvstore.Event{Kind: kvstore.Removed, Tier: kvstore.TierGPU, Hashes: []uint64{blk.hash}})
-	if m.cpu.cap > 0 && !m.cpu.has(blk.hash) {
-		if old, evicted := m.cpu.add(blk.hash, blk.parent, blk.hasParent); evicted {
-			m.events = append(m.events, kvstore.Event{Kind: kvstore.Removed, Tier: kvstore.TierCPU, Hashes: []uint64{old}})
-		}
-		m.events = append(m.events, kvstore.Event{Kind: kvstore.Stored, Tier: kvstore.TierCPU,
-			HasParent: blk.hasParent, Parent: blk.parent, Hashes: []uint64{blk.hash}})
+	b := offloaded{hash: blk.hash, parent: blk.parent, hasParent: blk.hasParent}
+	if m.cpu.cap > 0 {
+		m.offload(&m.cpu, b)
+	} else {
+		m.offload(&m.disk, b)
 	}
+}
+
+// offload stores b in pool p unless p holds it already (or has no room at
+// all); what p evicts for it moves on to the disk pool, or leaves.
+func (m *blockManager) offload(p *tierPool, b offloaded) {
+	if p.cap <= 0 || p.has(b.hash) {
+		return
+	}
+	old, evicted := p.add(b)
+	if evicted {
+		m.events = append(m.events, kvstore.Event{Kind: kvstore.Removed, Tier: p.tier, Hashes: []uint64{old.hash}})
+	}
+	m.events = append(m.events, kvstore.Event{Kind: kvstore.Stored, Tier: p.tier,
+		HasParent: b.hasParent, Parent: b.parent, Hashes: []uint64{b.hash}})
+	if evicted && p.tier == kvstore.TierCPU {
+		m.offload(&m.disk, old)
+	}
+}
+
+// lower returns the lower tier holding h (CPU before disk), marking it just
+// used there so that an allocation cannot push it out before it is loaded.
+func (m *blockManager) lower(h uint64) (kvstore.Tier, bool) {
+	switch {
+	case m.cpu.has(h):
+		m.cpu.touch(h)
+		return kvstore.TierCPU, true
+	case m.disk.has(h):
+		m.disk.touch(h)
+		return kvstore.TierDisk, true
+	}
+	return 0, false
+}
+
+// holds reports whether any tier holds h.
+func (m *blockManager) holds(h uint64) bool {
+	_, gpu := m.cached[h]
+	return gpu || m.cpu.has(h) || m.disk.has(h)
 }
 
 // commit registers a full block under its hash. If another block already
@@ -144,17 +187,14 @@ func (m *blockManager) takeEvents() []kvstore.Event {
 	return out
 }
 
-// snapshot returns the cached set as STORED events (GPU then CPU).
+// snapshot returns the cached set as STORED events (GPU, CPU, then disk).
 func (m *blockManager) snapshot() []kvstore.Event {
 	var out []kvstore.Event
 	for h := range m.cached {
 		blk := &m.blocks[m.cached[h]]
 		out = append(out, kvstore.Event{Kind: kvstore.Stored, Tier: kvstore.TierGPU, HasParent: blk.hasParent, Parent: blk.parent, Hashes: []uint64{h}})
 	}
-	for h, e := range m.cpu.entries {
-		out = append(out, kvstore.Event{Kind: kvstore.Stored, Tier: kvstore.TierCPU, HasParent: e.hasParent, Parent: e.parent, Hashes: []uint64{h}})
-	}
-	return out
+	return m.disk.stored(m.cpu.stored(out))
 }
 
 // check verifies the pool's accounting: every block is either referenced or
@@ -198,7 +238,10 @@ func (m *blockManager) check(tables [][]int32) error {
 			return fmt.Errorf("sim: cache entry %#x points at block %d holding %#x", h, b, m.blocks[b].hash)
 		}
 	}
-	return m.cpu.check()
+	if err := m.cpu.check(); err != nil {
+		return err
+	}
+	return m.disk.check()
 }
 
 // lruList is an intrusive doubly linked list over block indices.

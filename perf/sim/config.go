@@ -46,6 +46,7 @@ func DefaultConfig() Config {
 		Rank: RankConfig{
 			Model: "kvgate/sim", BlockSize: 16, HashSeed: 0, GPUBlocks: 8192, MaxRunning: 256,
 			MaxBatchedTokens: 8192, MaxModelLen: 131072, EOS: DefaultEOS, Profile: DefaultProfile,
+			CPULink: DefaultCPULink, DiskLink: DefaultDiskLink,
 		},
 		DPRanks:      1,
 		Speed:        1,
@@ -83,16 +84,20 @@ func (c *Config) Validate() error {
 
 // RankConfig configures one data-parallel rank of a simulated engine.
 type RankConfig struct {
-	Model            string
-	BlockSize        int
-	HashSeed         uint64
-	GPUBlocks        int
-	CPUBlocks        int // 0: no CPU tier
-	MaxRunning       int // sequences in the running batch
-	MaxBatchedTokens int // token budget per step (chunked prefill)
-	MaxModelLen      int // prompt plus output, at most
-	EOS              uint32
-	Profile          Profile
+	Model      string
+	BlockSize  int
+	HashSeed   uint64
+	GPUBlocks  int
+	CPUBlocks  int // 0: no CPU tier
+	DiskBlocks int // 0: no disk tier
+	// CPULink and DiskLink are how the tiers load back into the GPU (zero:
+	// DefaultCPULink, DefaultDiskLink).
+	CPULink, DiskLink TierLink
+	MaxRunning        int // sequences in the running batch
+	MaxBatchedTokens  int // token budget per step (chunked prefill)
+	MaxModelLen       int // prompt plus output, at most
+	EOS               uint32
+	Profile           Profile
 }
 
 // Validate reports settings the scheduler cannot run with.
@@ -108,8 +113,18 @@ func (c *RankConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("max running %d, max batched tokens %d, max model len %d: all must be positive",
 			c.MaxRunning, c.MaxBatchedTokens, c.MaxModelLen))
 	}
-	if c.CPUBlocks < 0 {
-		errs = append(errs, fmt.Errorf("cpu blocks %d", c.CPUBlocks))
+	if c.CPUBlocks < 0 || c.DiskBlocks < 0 {
+		errs = append(errs, fmt.Errorf("cpu blocks %d, disk blocks %d", c.CPUBlocks, c.DiskBlocks))
+	}
+	for _, l := range []struct {
+		name string
+		link TierLink
+	}{{"cpu", c.CPULink}, {"disk", c.DiskLink}} {
+		if l.link != (TierLink{}) {
+			if err := l.link.validate(l.name); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sim: %w", err)

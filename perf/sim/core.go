@@ -36,8 +36,8 @@ type Core struct {
 
 // CoreStats are counters since the core started.
 type CoreStats struct {
-	Steps, PrefillTokens, CachedTokens, PromptTokens, GeneratedTokens, Preemptions, CPULoads int
-	Busy                                                                                     time.Duration
+	Steps, PrefillTokens, CachedTokens, PromptTokens, GeneratedTokens, Preemptions, CPULoads, DiskLoads int
+	Busy                                                                                                time.Duration
 }
 
 // NewCore returns an idle rank.
@@ -49,7 +49,13 @@ func NewCore(cfg RankConfig) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Core{cfg: cfg, hasher: h, blocks: newBlockManager(cfg.GPUBlocks, cfg.CPUBlocks), byKey: make(map[RequestKey]*Request)}, nil
+	if cfg.CPULink == (TierLink{}) {
+		cfg.CPULink = DefaultCPULink
+	}
+	if cfg.DiskLink == (TierLink{}) {
+		cfg.DiskLink = DefaultDiskLink
+	}
+	return &Core{cfg: cfg, hasher: h, blocks: newBlockManager(cfg.GPUBlocks, cfg.CPUBlocks, cfg.DiskBlocks), byKey: make(map[RequestKey]*Request)}, nil
 }
 
 // Hasher returns the block hasher of this rank.

@@ -10,7 +10,11 @@ import (
 )
 
 func testRank(gpu, cpu int) RankConfig {
-	return RankConfig{Model: "m", BlockSize: 16, GPUBlocks: gpu, CPUBlocks: cpu, MaxRunning: 16,
+	return testTiers(gpu, cpu, 0)
+}
+
+func testTiers(gpu, cpu, disk int) RankConfig {
+	return RankConfig{Model: "m", BlockSize: 16, GPUBlocks: gpu, CPUBlocks: cpu, DiskBlocks: disk, MaxRunning: 16,
 		MaxBatchedTokens: 512, MaxModelLen: 1 << 16, EOS: DefaultEOS, Profile: DefaultProfile}
 }
 
@@ -52,18 +56,20 @@ func newEngineView(t testing.TB) *engineView {
 // checkView compares the index with the core's true cached set per tier.
 func checkView(t testing.TB, v *engineView, c *Core) {
 	t.Helper()
-	var want [2]kvstore.Digest
-	var wantN [2]uint64
+	var want [kvstore.NumTiers]kvstore.Digest
+	var wantN [kvstore.NumTiers]uint64
 	for h := range c.blocks.cached {
-		addDigest(&want[0], h)
-		wantN[0]++
+		addDigest(&want[kvstore.TierGPU], h)
+		wantN[kvstore.TierGPU]++
 	}
-	for h := range c.blocks.cpu.entries {
-		addDigest(&want[1], h)
-		wantN[1]++
+	for _, p := range []*tierPool{&c.blocks.cpu, &c.blocks.disk} {
+		for h := range p.entries {
+			addDigest(&want[p.tier], h)
+			wantN[p.tier]++
+		}
 	}
 	st := v.ix.Stats()
-	for tier := range 2 {
+	for tier := range kvstore.NumTiers {
 		if got := st.Engines[0].Blocks[tier]; got != wantN[tier] {
 			t.Fatalf("tier %d: index holds %d blocks, engine %d", tier, got, wantN[tier])
 		}
@@ -89,13 +95,13 @@ func addDigest(d *kvstore.Digest, h uint64) {
 }
 
 // TestCoreRandomWorkload runs random traffic with cancels on a cache too
-// small for it (evictions, CPU tier, preemption) and checks after every step
+// small for it (evictions, CPU and disk tiers, preemption) and checks after every step
 // that block accounting holds and that replaying the events reproduces the
 // engine's cached set; a snapshot taken mid-run plus later events does too.
 func TestCoreRandomWorkload(t *testing.T) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 42))
-		c := newCore(t, testRank(96, 64))
+		c := newCore(t, testTiers(96, 64, 128))
 		live := newEngineView(t)
 		var late *engineView // starts from a snapshot
 		prefixes := make([][]uint32, 4)
@@ -141,8 +147,8 @@ func TestCoreRandomWorkload(t *testing.T) {
 			checkView(t, live, c)
 		}
 		checkView(t, late, c)
-		if st := c.Stats(); st.Preemptions == 0 || st.CPULoads == 0 || st.CachedTokens == 0 {
-			t.Errorf("seed %d: workload did not exercise preemption/CPU tier/prefix hits: %+v", seed, st)
+		if st := c.Stats(); st.Preemptions == 0 || st.CPULoads == 0 || st.DiskLoads == 0 || st.CachedTokens == 0 {
+			t.Errorf("seed %d: workload did not exercise preemption/CPU and disk tiers/prefix hits: %+v", seed, st)
 		}
 		if finished == 0 {
 			t.Fatalf("seed %d: nothing finished", seed)

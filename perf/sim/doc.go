@@ -1,6 +1,7 @@
 // Package sim is kvgate's simulated inference engine: a continuous-batching
 // scheduler per data-parallel rank with a paged KV cache, prefix caching,
-// LRU eviction and an optional CPU tier, and a timing model of prefill and
+// LRU eviction into optional CPU and disk tiers (loaded back at each tier's
+// bandwidth and latency, TierLink), and a timing model of prefill and
 // decode (Profile) that can run faster than real time (Config.Speed). It
 // speaks the real wire protocol through wire/serve (Server), sends precise
 // KV events, LOAD reports and snapshots, so every router test and benchmark

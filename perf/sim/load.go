@@ -21,17 +21,20 @@ func (c *Core) Load() wire.Load {
 	}
 	used := c.blocks.capacity() - c.blocks.freeBlocks()
 	l.Tiers = append(l.Tiers, wire.TierUsage{Tier: wire.TierGPU, Used: uint64(used), Total: uint64(c.blocks.capacity())})
-	if c.cfg.CPUBlocks > 0 {
-		l.Tiers = append(l.Tiers, wire.TierUsage{Tier: wire.TierCPU, Used: uint64(len(c.blocks.cpu.entries)), Total: uint64(c.cfg.CPUBlocks)})
+	for _, p := range []*tierPool{&c.blocks.cpu, &c.blocks.disk} {
+		if p.cap > 0 {
+			l.Tiers = append(l.Tiers, wire.TierUsage{Tier: wire.Tier(p.tier), Used: uint64(len(p.entries)), Total: uint64(p.cap)})
+		}
 	}
 	return l
 }
 
-// cachedPrefix counts the tokens of r's leading blocks cached on the GPU.
+// cachedPrefix counts the tokens of r's leading blocks held in any tier:
+// those it will load, not prefill.
 func (c *Core) cachedPrefix(r *Request) int {
 	n := 0
 	for _, h := range r.hashes[:min(len(r.hashes), (len(r.tokens)-1)/c.cfg.BlockSize)] {
-		if _, ok := c.blocks.lookupGPU(h); !ok {
+		if !c.blocks.holds(h) {
 			break
 		}
 		n++

@@ -12,21 +12,26 @@ import (
 //	prefill(x) = PrefillA*x^2 + PrefillB*x + PrefillC   for x > 0 new tokens in the step
 //	decode(p)  = max(DecodeMin, DecodeA*p^2 + DecodeB*p + DecodeC)
 //	             for a non-empty decode batch, p = active KV tokens / KV capacity in tokens
-//	load(n)    = CPULoadPerBlock * n   for n blocks brought back from the CPU tier
+//	load       = sum over lower tiers t loaded from: latency_t + blocks_t * block bytes / bandwidth_t
 //	step       = prefill + decode + load
+//
+// Block bytes are KVBytesPerToken times the block size; the links are the
+// rank's (RankConfig.CPULink, DiskLink). A profile without KVBytesPerToken
+// loads for free.
 //
 // A step that both prefills and decodes pays both terms, as a mixed batch
 // in vLLM does one forward pass over more tokens.
 type Profile struct {
-	Name            string  `json:"name"`
-	PrefillA        float64 `json:"prefill_a"`
-	PrefillB        float64 `json:"prefill_b"`
-	PrefillC        float64 `json:"prefill_c"`
-	DecodeA         float64 `json:"decode_a"`
-	DecodeB         float64 `json:"decode_b"`
-	DecodeC         float64 `json:"decode_c"`
-	DecodeMin       float64 `json:"decode_min"`
-	CPULoadPerBlock float64 `json:"cpu_load_per_block"`
+	Name      string  `json:"name"`
+	PrefillA  float64 `json:"prefill_a"`
+	PrefillB  float64 `json:"prefill_b"`
+	PrefillC  float64 `json:"prefill_c"`
+	DecodeA   float64 `json:"decode_a"`
+	DecodeB   float64 `json:"decode_b"`
+	DecodeC   float64 `json:"decode_c"`
+	DecodeMin float64 `json:"decode_min"`
+	// KVBytesPerToken is the model's KV cache size per token, all layers.
+	KVBytesPerToken float64 `json:"kv_bytes_per_token"`
 }
 
 // DefaultProfile uses the polynomial fits of NVIDIA Dynamo's mocker
@@ -36,14 +41,13 @@ type Profile struct {
 // 1 ms. Dynamo's source does not say which GPU and model they were fitted
 // on; they are a plausible large-model shape (16.5 ms fixed prefill cost,
 // ~15 us per prompt token, 6-34 ms per decode step as the cache fills).
-// CPULoadPerBlock is ours: a 16-token block of an 8B model with GQA holds
-// about 2.4 MB of KV (36 layers x 8 KV heads x 128 dims x 2 x 2 bytes x 16),
-// which PCIe 5 moves at ~25 GB/s in ~0.1 ms.
+// KVBytesPerToken is Qwen3-8B's: 36 layers x 8 KV heads x 128 dims x K and
+// V x 2 bytes (bf16) = 147,456 bytes, 2.36 MB per 16-token block.
 var DefaultProfile = Profile{
 	Name:     "default",
 	PrefillA: 4.209989e-07, PrefillB: 1.518344e-02, PrefillC: 16.50142,
 	DecodeA: -25.74, DecodeB: 54.01, DecodeC: 5.74, DecodeMin: 1,
-	CPULoadPerBlock: 0.1,
+	KVBytesPerToken: 147456,
 }
 
 // ZeroProfile makes every step free: the engine answers as fast as the
@@ -74,8 +78,9 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 
 // StepTime returns the duration of one step that prefills prefillTokens new
 // tokens, decodes a batch holding activeKV of capacityKV tokens (decoding
-// says whether there is a decode batch at all), and loads cpuBlocks.
-func (p *Profile) StepTime(prefillTokens int, decoding bool, activeKV, capacityKV int, cpuBlocks int) time.Duration {
+// says whether there is a decode batch at all), and spends load bringing
+// blocks back from lower tiers (RankConfig's links).
+func (p *Profile) StepTime(prefillTokens int, decoding bool, activeKV, capacityKV int, load time.Duration) time.Duration {
 	ms := 0.0
 	if prefillTokens > 0 {
 		x := float64(prefillTokens)
@@ -88,9 +93,8 @@ func (p *Profile) StepTime(prefillTokens int, decoding bool, activeKV, capacityK
 		}
 		ms += max(p.DecodeMin, p.DecodeA*u*u+p.DecodeB*u+p.DecodeC)
 	}
-	ms += p.CPULoadPerBlock * float64(cpuBlocks)
 	if ms <= 0 {
-		return 0
+		return max(load, 0)
 	}
-	return time.Duration(ms * float64(time.Millisecond))
+	return time.Duration(ms*float64(time.Millisecond)) + max(load, 0)
 }

@@ -14,8 +14,11 @@ type StepResult struct {
 	Duration time.Duration
 	Outputs  []Output
 	// Events are the KV cache changes of the step, in order.
-	Events                           []kvstore.Event
-	PrefillTokens, DecodeSeqs, Loads int
+	Events                    []kvstore.Event
+	PrefillTokens, DecodeSeqs int
+	// Loads counts the blocks brought back into the GPU from each lower
+	// tier (index kvstore.TierCPU, TierDisk).
+	Loads [kvstore.NumTiers]int
 }
 
 type scheduled struct {
@@ -46,11 +49,9 @@ func (c *Core) Step() StepResult {
 	// Then admit waiting requests while budget and batch slots remain.
 	for len(c.waiting) > 0 && budget > 0 && len(c.running) < c.cfg.MaxRunning {
 		r := c.waiting[0]
-		loads, ok := c.admit(r, budget)
-		if !ok {
+		if !c.admit(r, budget, &res.Loads) {
 			break
 		}
-		res.Loads += loads
 		c.waiting = c.waiting[1:]
 		c.running = append(c.running, r)
 		n := min(r.target-r.computed, budget)
@@ -71,7 +72,7 @@ func (c *Core) Step() StepResult {
 		}
 	}
 	res.Duration = c.cfg.Profile.StepTime(res.PrefillTokens, res.DecodeSeqs > 0, activeKV,
-		c.cfg.GPUBlocks*c.cfg.BlockSize, res.Loads)
+		c.cfg.GPUBlocks*c.cfg.BlockSize, c.cfg.loadTime(&res.Loads))
 	for _, s := range batch {
 		if out, ok := c.advance(s.r, s.tokens); ok {
 			res.Outputs = append(res.Outputs, out)
@@ -81,18 +82,20 @@ func (c *Core) Step() StepResult {
 	res.Events = c.blocks.takeEvents()
 	c.stats.Steps++
 	c.stats.PrefillTokens += res.PrefillTokens
-	c.stats.CPULoads += res.Loads
+	c.stats.CPULoads += res.Loads[kvstore.TierCPU]
+	c.stats.DiskLoads += res.Loads[kvstore.TierDisk]
 	c.stats.Busy += res.Duration
 	return res
 }
 
 // admit gives a waiting request its cached prefix and the blocks for its
-// first chunk; it returns the CPU blocks loaded, or false (nothing held)
-// when the pool cannot take it now.
-func (c *Core) admit(r *Request, budget int) (int, bool) {
+// first chunk, adding the blocks it loads from each lower tier to loads; it
+// returns false (nothing held, nothing loaded) when the pool cannot take it
+// now.
+func (c *Core) admit(r *Request, budget int, loads *[kvstore.NumTiers]int) bool {
 	bs := c.cfg.BlockSize
 	limit := min(len(r.hashes), (len(r.tokens)-1)/bs) // at least one token is computed
-	loads := 0
+	var loaded [kvstore.NumTiers]int
 	for i := range limit {
 		h := r.hashes[i]
 		if b, ok := c.blocks.lookupGPU(h); ok {
@@ -100,10 +103,10 @@ func (c *Core) admit(r *Request, budget int) (int, bool) {
 			r.table = append(r.table, b)
 			continue
 		}
-		if !c.blocks.cpu.has(h) {
+		tier, ok := c.blocks.lower(h) // now most recent there: the allocation below cannot push it out
+		if !ok {
 			break
 		}
-		c.blocks.cpu.touch(h) // most recent, so the allocation below cannot push it out
 		b, ok := c.blocks.allocate()
 		if !ok {
 			break
@@ -111,14 +114,19 @@ func (c *Core) admit(r *Request, budget int) (int, bool) {
 		parent, hasParent := c.parentOf(r, i)
 		c.blocks.commit(b, h, parent, hasParent)
 		r.table = append(r.table, b)
-		loads++
+		loaded[tier]++
 	}
 	r.computed = len(r.table) * bs
 	n := min(r.target-r.computed, budget)
 	if !c.ensureBlocks(r, r.computed+n) {
+		// The loaded blocks stay cached on the GPU (their events are out);
+		// the time to load them is charged when the request is admitted.
 		c.blocks.release(r.table)
 		r.table, r.computed = nil, 0
-		return 0, false
+		return false
+	}
+	for t, n := range loaded {
+		loads[t] += n
 	}
 	if !r.admitted {
 		r.admitted = true
@@ -128,7 +136,7 @@ func (c *Core) admit(r *Request, budget int) (int, bool) {
 	}
 	r.arrival = c.arrivals
 	c.arrivals++
-	return loads, true
+	return true
 }
 
 func (c *Core) parentOf(r *Request, i int) (uint64, bool) {
