@@ -120,6 +120,7 @@ func (d *daemon) startSims(c *config) ([]string, error) {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = "Qwen/Qwen3-8B", profile, c.simGPUBlocks
+	cfg.Rank.CPUBlocks, cfg.Rank.DiskBlocks = c.simCPUBlocks, c.simDiskBlocks
 	if c.maxModelLen > 0 {
 		cfg.Rank.MaxModelLen = c.maxModelLen + 1<<16
 	}

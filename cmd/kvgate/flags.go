@@ -26,6 +26,8 @@ type config struct {
 	simEngines          int
 	simProfile          string
 	simGPUBlocks        int
+	simCPUBlocks        int
+	simDiskBlocks       int
 	simSpeed            float64
 	tokenizerDir        string
 	policy              route.Policy
@@ -54,11 +56,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.simEngines, "sim-engines", 0, "start N simulated engines in-process on loopback (the embedded default)")
 	fs.StringVar(&c.simProfile, "sim-profile", "default", "timing profile of --sim-engines: default, zero, or a JSON file")
 	fs.IntVar(&c.simGPUBlocks, "sim-gpu-blocks", 8192, "GPU KV blocks of each simulated engine")
+	fs.IntVar(&c.simCPUBlocks, "sim-cpu-blocks", 0, "CPU-tier KV blocks of each simulated engine (0: none); GPU evictions move there")
+	fs.IntVar(&c.simDiskBlocks, "sim-disk-blocks", 0, "disk-tier KV blocks of each simulated engine (0: none); CPU-tier evictions move there")
 	fs.Float64Var(&c.simSpeed, "sim-speed", 1, "time scale of the simulated engines")
 	fs.StringVar(&c.tokenizerDir, "tokenizer", "", "directory with tokenizer.json and tokenizer_config.json (default: the built-in Qwen3 tokenizer)")
 	policy := fs.String("policy", "kv", "routing policy: kv, round-robin, least-load, session, approx-prefix")
 	fs.Float64Var(&c.weights.PrefillTokensPerMs, "prefill-rate", c.weights.PrefillTokensPerMs, "kv policy: engine prefill rate in tokens/ms")
-	fs.Float64Var(&c.weights.CPUBlockCost, "cpu-block-cost", c.weights.CPUBlockCost, "kv policy: cost of a CPU-tier block relative to recomputing it")
+	fs.Float64Var(&c.weights.CPUBlockCost, "cpu-block-cost", c.weights.CPUBlockCost, "kv policy: override: cost of a CPU-tier block relative to recomputing it (negative: its transfer time, from the engine's announced tier costs)")
 	fs.Float64Var(&c.weights.DecodeMsPerKToken, "decode-weight", c.weights.DecodeMsPerKToken, "kv policy: ms per 1,000 active decode tokens")
 	fs.Float64Var(&c.weights.TieFraction, "tie-fraction", c.weights.TieFraction, "kv policy: costs within this fraction of the best are ties, picked at random")
 	fs.DurationVar(&c.weights.ReportDelay, "report-delay", c.weights.ReportDelay, "how long an engine's LOAD report may lag a request sent to it (round trip); reservations this recent are counted on top of the report")
@@ -70,8 +74,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.http.MaxHeaderBytes, "max-header-bytes", c.http.MaxHeaderBytes, "largest request header")
 	fs.IntVar(&c.http.MaxBodyBytes, "max-body-bytes", c.http.MaxBodyBytes, "largest request body (413 above)")
 	fs.DurationVar(&c.http.HeaderTimeout, "header-timeout", c.http.HeaderTimeout, "time a client has to send a request header")
+	fs.DurationVar(&c.http.BodyTimeout, "body-timeout", c.http.BodyTimeout, "time a client has to send a request body, from the end of its header")
 	fs.DurationVar(&c.http.IdleTimeout, "idle-timeout", c.http.IdleTimeout, "keep-alive idle timeout")
-	fs.IntVar(&c.http.MaxPendingWrite, "max-pending-write", c.http.MaxPendingWrite, "bytes buffered for a client before it is cut off for not reading")
+	fs.IntVar(&c.http.PipelineWindow, "pipeline-window", c.http.PipelineWindow, "bytes a client may send ahead while its request is served; past them its socket is not read until its turn")
+	fs.IntVar(&c.http.MaxPendingWrite, "max-pending-write", c.http.MaxPendingWrite, "bytes buffered for a client before it is cut off for not reading a stream; whole responses leave at the client's pace")
+	fs.DurationVar(&c.http.WriteStallTimeout, "write-stall-timeout", c.http.WriteStallTimeout, "how long a client may read nothing of a whole response before it is cut off")
 	fs.IntVar(&c.http.SocketSendBuffer, "socket-send-buffer", 0, "SO_SNDBUF of client sockets in bytes (0: kernel autotuning)")
 	fs.IntVar(&c.retries, "retries", 2, "re-routes of a request whose engine fails before the first token")
 	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "longest prompt accepted, in tokens (0: the tokenizer's model_max_length)")
@@ -136,8 +143,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, err
 		}
 	}
-	if c.secret, err = wire.LoadSecret("KVGATE_SECRET", *secretFile); err != nil {
-		return nil, fmt.Errorf("--engine-secret-file: %w", err)
+	if c.secret, err = loadSecret("KVGATE_SECRET", *secretFile, "--engine-secret-file"); err != nil {
+		return nil, err
 	}
 	if err := c.ring.check(c.engines); err != nil {
 		return nil, err
@@ -145,6 +152,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.http.Addr = c.listen
 	if c.weights.PrefillTokensPerMs <= 0 || c.http.MaxBodyBytes <= 0 || c.http.MaxHeaderBytes <= 0 || c.retries < 0 {
 		return nil, errors.New("prefill rate, body and header limits must be positive; retries not negative")
+	}
+	if err := c.http.Validate(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -171,15 +181,37 @@ func readConfigFile(path string) ([]string, error) {
 	return args, sc.Err()
 }
 
+// readKeys adds the keys of a file, one a line; blank lines and lines
+// starting with # are skipped. A file that holds no key is an error: the
+// operator asked for auth, and an empty set would turn it off.
 func readKeys(path string, into map[string]bool) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("--api-key-file: %w", err)
 	}
+	n := 0
 	for _, l := range strings.Split(string(b), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
 			into[l] = true
+			n++
 		}
 	}
+	if n == 0 {
+		return fmt.Errorf("--api-key-file %s holds no API key (only blank or comment lines): refusing to start with auth off", path)
+	}
 	return nil
+}
+
+// loadSecret reads a shared secret from $env or a file (the file wins).
+// A file given but empty is an error: the operator asked for auth, and
+// an empty secret would connect without it.
+func loadSecret(env, file, flagName string) ([]byte, error) {
+	secret, err := wire.LoadSecret(env, file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	if file != "" && len(secret) == 0 {
+		return nil, fmt.Errorf("%s %s is empty: refusing to start without authentication", flagName, file)
+	}
+	return secret, nil
 }
