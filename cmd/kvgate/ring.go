@@ -50,8 +50,8 @@ func (f *ringFlags) check(engines []string) error {
 		return errors.New("--replica-id is required with --ring-listen")
 	}
 	var err error
-	if f.secret, err = wire.LoadSecret("KVGATE_RING_SECRET", f.secretFile); err != nil {
-		return fmt.Errorf("--ring-secret-file: %w", err)
+	if f.secret, err = loadSecret("KVGATE_RING_SECRET", f.secretFile, "--ring-secret-file"); err != nil {
+		return err
 	}
 	if f.secretFlag != "" {
 		f.secret = []byte(f.secretFlag)
