@@ -19,7 +19,8 @@ import (
 // backend: a GENERATE becomes a streaming /v1/completions call whose prompt
 // is the token ids (the engine does not tokenize) and that asks for the
 // generated tokens as ids; each streamed chunk becomes a TOKENS frame;
-// CANCEL aborts the HTTP request.
+// CANCEL aborts the HTTP request. An SGLang server (Engine.SGLang) is
+// driven the same way through its native /generate.
 type Engine struct {
 	URL    string // base URL, e.g. http://127.0.0.1:8000
 	Model  string
@@ -27,6 +28,9 @@ type Engine struct {
 	Client *http.Client
 	Log    *slog.Logger
 	Out    *serve.Server // where TOKENS go; set before serving
+	// SGLang, when set, makes the engine an SGLang server driven through
+	// its native /generate (sglang_api.go) as the server says it runs.
+	SGLang *SGLangServer
 
 	reqs bridgeutil.Requests
 }
@@ -68,6 +72,9 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 	if g.MMItems.Len() > 0 || len(g.Guided) > 0 || len(g.KVTransfer) > 0 {
 		return &serve.StreamError{Code: wire.CodeBadRequest, Message: "the bridge forwards token prompts only (no multimodal items, guided output or KV transfer)"}
 	}
+	if e.SGLang != nil {
+		return e.generateSGLang(k, g)
+	}
 	model, err := e.model(g.LoRAID)
 	if err != nil {
 		return err
@@ -93,28 +100,46 @@ func (e *Engine) Idle() bool { return e.reqs.Idle() }
 // run streams one completion and relays it.
 func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) {
 	defer e.reqs.Done(k)
+	resp, ok := e.post(ctx, k, "/v1/completions", body)
+	if !ok {
+		return
+	}
+	defer resp.Body.Close()
+	s := relay{e: e, k: k}
+	end, err := decodeSSE(resp.Body, s.chunk)
+	e.ended(ctx, k, end, err, s.finish)
+}
+
+// post sends body to the engine's path and returns its 200 response; on
+// anything else it fails the stream and reports false.
+func (e *Engine) post(ctx context.Context, k serve.Key, path string, body any) (*http.Response, bool) {
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, "POST", e.URL+"/v1/completions", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, "POST", e.URL+path, bytes.NewReader(b))
 	if err != nil {
 		e.Out.Fail(k, wire.CodeStreamFailed, err.Error())
-		return
+		return nil, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.Client.Do(req)
 	if err != nil {
 		bridgeutil.Unreachable(e.Out, ctx, k, "engine", err)
-		return
+		return nil, false
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
 		e.Out.Fail(k, bridgeutil.CodeOfStatus(resp.StatusCode), fmt.Sprintf("engine answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
-		return
+		return nil, false
 	}
-	s := relay{e: e, k: k}
-	switch end, err := decodeSSE(resp.Body, s.chunk); end {
+	return resp, true
+}
+
+// ended ends a stream as decodeSSE says it ended: finish sends the last
+// frame of one that reached [DONE].
+func (e *Engine) ended(ctx context.Context, k serve.Key, end sseEnd, err error, finish func()) {
+	switch end {
 	case sseDone:
-		s.finish()
+		finish()
 	case sseMalformed:
 		e.Out.Fail(k, wire.CodeStreamFailed, "engine sent a malformed chunk: "+err.Error())
 	case sseEngineError:

@@ -69,10 +69,28 @@ const (
 	sseRefused
 )
 
-// decodeSSE reads an engine's completion stream, handing each chunk to fn
-// in order, until [DONE] (sseDone, nil error) or the first thing that
-// stops it (the error says why), fn's error included.
-func decodeSSE(r io.Reader, fn func(*chunk) error) (sseEnd, error) {
+// errorEvent is what a streamed chunk type says of itself: whether it is
+// the engine's error event, and its message. vLLM's OpenAI server and
+// SGLang's native /generate both send {"error": {"message": ...}}.
+type errorEvent interface {
+	engineError() (string, bool)
+}
+
+func (c *chunk) engineError() (string, bool) {
+	if c.Error == nil {
+		return "", false
+	}
+	return c.Error.Message, true
+}
+
+// decodeSSE reads an engine's stream of C chunks (an OpenAI completion
+// stream, or SGLang's /generate stream), handing each chunk to fn in
+// order, until [DONE] (sseDone, nil error) or the first thing that stops
+// it (the error says why), fn's error included.
+func decodeSSE[C any, P interface {
+	*C
+	errorEvent
+}](r io.Reader, fn func(P) error) (sseEnd, error) {
 	end, err := sseCut, error(nil)
 	rerr := bridgeutil.ReadSSE(r, func(data []byte, cut bool) bool {
 		if string(data) == "[DONE]" { // taken even without its line end: nothing can follow it
@@ -83,16 +101,16 @@ func decodeSSE(r io.Reader, fn func(*chunk) error) (sseEnd, error) {
 			err = io.ErrUnexpectedEOF // half a chunk: the engine stopped mid-event
 			return false
 		}
-		var c chunk
-		if err = json.Unmarshal(data, &c); err != nil {
+		c := P(new(C))
+		if err = json.Unmarshal(data, c); err != nil {
 			end = sseMalformed
 			return false
 		}
-		if c.Error != nil {
-			end, err = sseEngineError, errors.New(bridgeutil.EngineMessage(c.Error.Message))
+		if msg, ok := c.engineError(); ok {
+			end, err = sseEngineError, errors.New(bridgeutil.EngineMessage(msg))
 			return false
 		}
-		if err = fn(&c); err != nil {
+		if err = fn(c); err != nil {
 			end = sseRefused
 			return false
 		}

@@ -2,6 +2,9 @@
 // with token ids, Prometheus metrics, and a ZMQ KV event publisher with a
 // replay socket, encoding events exactly as vLLM's kv_events.py does with
 // msgspec (vllm-project/vllm at 0181ea3173e53eea8cf04a86891488e3dc89bb34).
+// Started with the SGLang encoding it is a fake SGLang server instead
+// (sglang.go): the same cache and publisher, SGLang's HTTP API, metrics
+// and per-page events.
 package vllmtest
 
 import (
@@ -26,7 +29,17 @@ const (
 	// at 0181ea3) as an array_like encoding writes it: all fields in
 	// declaration order, trailing defaulted ones omitted.
 	PositionalCurrent
+	// SGLang is SGLang's copy of the publisher (disaggregation/kv_events.py,
+	// see ../sglang.go): Positional's shapes, [ts, events, attn_dp_rank]
+	// batches and vLLM's first six BlockStored fields (medium sixth),
+	// with signed int64 hashes, negative ones as msgpack ints. A fake
+	// started with it is a fake SGLang server (sglang.go).
+	SGLang
 )
+
+// newerFields reports whether enc writes the fields vLLM added after the
+// positional schema.
+func (enc Encoding) newerFields() bool { return enc == Tagged || enc == PositionalCurrent }
 
 // EncodeBatch encodes a batch as msgspec would. Hashes made with IntHash
 // encode as integers, others as bytes.
@@ -95,8 +108,8 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 	case vllm.BlockStored:
 		tag = "BlockStored"
 		fields = []field{
-			{"block_hashes", func() { encodeHashes(e, ev.BlockHashes) }, false},
-			{"parent_block_hash", func() { encodeHash(e, ev.Parent) }, false},
+			{"block_hashes", func() { encodeHashes(e, ev.BlockHashes, enc == SGLang) }, false},
+			{"parent_block_hash", func() { encodeHash(e, ev.Parent, enc == SGLang) }, false},
 			{"token_ids", func() {
 				_ = e.EncodeArrayLen(len(ev.TokenIDs))
 				for _, t := range ev.TokenIDs {
@@ -113,7 +126,7 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 			}, false},
 			{"medium", str(ev.Medium), false},
 		}
-		if enc != Positional { // fields newer vLLM added
+		if enc.newerFields() {
 			fields = append(fields,
 				field{"lora_name", str(ev.LoRAName), false},
 				field{"extra_keys", func() { encodeExtraKeys(e, ev) }, len(ev.ExtraKeys) == 0},
@@ -126,10 +139,10 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 	case vllm.BlockRemoved:
 		tag = "BlockRemoved"
 		fields = []field{
-			{"block_hashes", func() { encodeHashes(e, ev.BlockHashes) }, false},
+			{"block_hashes", func() { encodeHashes(e, ev.BlockHashes, enc == SGLang) }, false},
 			{"medium", str(ev.Medium), false},
 		}
-		if enc != Positional {
+		if enc.newerFields() {
 			fields = append(fields, field{"group_idx", func() { _ = e.EncodeInt(int64(ev.GroupIdx)) }, ev.GroupIdx == 0},
 				field{"locality", str(ev.Locality), ev.Locality == ""},
 				field{"ownership", str(ev.Ownership), ev.Ownership == ""})
@@ -204,14 +217,16 @@ func encodeExtraKeys(e *msgpack.Encoder, ev *vllm.Event) {
 	}
 }
 
-func encodeHashes(e *msgpack.Encoder, hs []vllm.Hash) {
+func encodeHashes(e *msgpack.Encoder, hs []vllm.Hash, signed bool) {
 	_ = e.EncodeArrayLen(len(hs))
 	for _, h := range hs {
-		encodeHash(e, h)
+		encodeHash(e, h, signed)
 	}
 }
 
-func encodeHash(e *msgpack.Encoder, h vllm.Hash) {
+// encodeHash writes h; signed writes an integer hash as the int64 of its
+// bits, as SGLang's Python ints are.
+func encodeHash(e *msgpack.Encoder, h vllm.Hash, signed bool) {
 	switch {
 	case h == "":
 		_ = e.EncodeNil()
@@ -219,6 +234,10 @@ func encodeHash(e *msgpack.Encoder, h vllm.Hash) {
 		var n uint64
 		for i := 1; i < 9; i++ {
 			n = n<<8 | uint64(h[i])
+		}
+		if signed {
+			_ = e.EncodeInt(int64(n))
+			return
 		}
 		_ = e.EncodeUint(n)
 	default:

@@ -40,6 +40,7 @@ type Fake struct {
 	noReplay bool
 	running  int
 	requests []Request // what the bridge sent, for tests
+	sgl      sglangState // the SGLang mode's (sglang.go)
 
 	pub, router zmq4.Socket
 	cancel      context.CancelFunc
@@ -66,6 +67,7 @@ type options struct {
 	cpuBlocks            int // 0: no offloading
 	cpuBlockSize         int // block_size of the CPU events
 	loras                map[string]int
+	incremental          bool // SGLang: --incremental-streaming-output
 }
 
 // WithAddrs listens on these host:port addresses instead of random
@@ -97,7 +99,8 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
-		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras}
+		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
+		sgl: sglangState{incremental: a.incremental}}
 	f.pub = zmq4.NewPub(ctx)
 	if err := f.pub.Listen("tcp://" + a.events); err != nil {
 		cancel()
@@ -118,8 +121,12 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	}
 	f.URL = "http://" + ln.Addr().String()
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/completions", f.completions)
-	mux.HandleFunc("GET /metrics", f.metrics)
+	if enc == SGLang {
+		f.sglangRoutes(mux)
+	} else {
+		mux.HandleFunc("POST /v1/completions", f.completions)
+		mux.HandleFunc("GET /metrics", f.metrics)
+	}
 	f.HTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = f.HTTP.Serve(ln) }()
 	return f, nil
@@ -162,7 +169,8 @@ func (f *Fake) Cached(h vllm.Hash) bool {
 // BlockHashes returns the engine hashes of a prompt's full blocks: int
 // hashes for the positional encoding (the digest's last 8 bytes as a
 // big-endian integer, as vLLM's maybe_convert_block_hash makes them),
-// 32-byte sha256 hashes for the tagged.
+// SGLang's signed ints of the first 8, 32-byte sha256 hashes for the
+// tagged.
 func (f *Fake) BlockHashes(prompt []uint32) []vllm.Hash {
 	hs, _ := f.blockHashes("", prompt)
 	return hs
@@ -187,9 +195,12 @@ func (f *Fake) blockHashes(lora string, prompt []uint32) ([]vllm.Hash, [][]byte)
 		sum := h.Sum(nil)
 		parent = sum
 		raws = append(raws, sum)
-		if f.Encoding == Positional {
+		switch f.Encoding {
+		case Positional:
 			out = append(out, IntHash(binary.BigEndian.Uint64(sum[len(sum)-8:])))
-		} else {
+		case SGLang: // hash_str_to_int64: the hex digest's first 16 digits
+			out = append(out, IntHash(binary.BigEndian.Uint64(sum[:8])))
+		default:
 			out = append(out, BytesHash(sum))
 		}
 	}
@@ -276,6 +287,9 @@ func (f *Fake) Clear() {
 
 // publish sends one batch; f.mu is held.
 func (f *Fake) publish(evs []vllm.Event) {
+	if f.Encoding == SGLang {
+		evs = perPage(evs)
+	}
 	payload := EncodeBatch(f.Encoding, &vllm.Batch{TS: float64(time.Now().UnixNano()) / 1e9, Events: evs, HasRank: true})
 	seq := f.seq
 	f.seq++

@@ -53,16 +53,12 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		return r.Context().Err() == nil
 	}
-	seed := uint32(0)
-	for _, t := range req.Prompt {
-		seed = seed*31 + t
-	}
-	for i := range req.MaxTokens {
+	toks := generated(req.Prompt, req.MaxTokens)
+	for i, tok := range toks {
 		var finish any
 		if i == req.MaxTokens-1 {
 			finish = "length"
 		}
-		tok := 100 + (seed+uint32(i)*7919)%5000
 		if !send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model,
 			"choices": []any{map[string]any{"index": 0, "text": fmt.Sprintf("<%d>", tok), "token_ids": []uint32{tok}, "finish_reason": finish}},
 			"usage":   usage(i + 1)}) {
@@ -73,6 +69,23 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	}
 }
+
+// generated is the n tokens the fake generates for prompt: deterministic
+// in the prompt, so a test knows them.
+func generated(prompt []uint32, n int) []uint32 {
+	seed := uint32(0)
+	for _, t := range prompt {
+		seed = seed*31 + t
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = 100 + (seed+uint32(i)*7919)%5000
+	}
+	return out
+}
+
+// Generated returns the n tokens the fake generates for prompt.
+func Generated(prompt []uint32, n int) []uint32 { return generated(prompt, n) }
 
 func (f *Fake) metrics(w http.ResponseWriter, _ *http.Request) {
 	f.mu.Lock()
