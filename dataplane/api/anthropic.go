@@ -43,6 +43,12 @@ func DecodeMessages(body []byte, check ModelCheck) (*Request, *Error) {
 	if e != nil {
 		return nil, e
 	}
+	if e = checkArrayOfObjects("tools", b.Tools); e != nil {
+		return nil, e
+	}
+	if e = checkSystem(b.System); e != nil {
+		return nil, e
+	}
 	msgs, err := anthropicToChat(b.System, b.Messages)
 	if err != nil {
 		return nil, BadRequest("messages", err.Error())
@@ -70,4 +76,23 @@ func anthropicToChat(system, messages json.RawMessage) (json.RawMessage, error) 
 		msgs = append([]json.RawMessage{sys}, msgs...)
 	}
 	return json.Marshal(msgs)
+}
+
+// checkSystem refuses a system prompt that is neither a string nor a list
+// of text blocks.
+func checkSystem(raw json.RawMessage) *Error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return nil
+	}
+	if raw[0] != '[' {
+		return BadRequest("system", `field "system" must be a string or an array of text blocks`)
+	}
+	if _, err := flattenContent(raw); err != nil {
+		return BadRequest("system", "system: "+err.Error())
+	}
+	return nil
 }

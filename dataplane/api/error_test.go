@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -27,8 +28,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty body", completion, "  ", "", "request body is empty"},
 		{"not JSON", completion, "{", "", "malformed JSON"},
 		{"trailing data", completion, `{"model":"m","prompt":"x"} {}`, "", "data after the object"},
-		{"wrong type", completion, `{"model":3,"prompt":"x"}`, "model", `field "model" must be string`},
-		{"max_tokens type", chat, `{"model":"m","max_tokens":"x",` + user + `}`, "max_tokens", "must be int64"},
+		{"wrong type", completion, `{"model":3,"prompt":"x"}`, "model", `field "model" must be a string`},
+		{"max_tokens type", chat, `{"model":"m","max_tokens":"x",` + user + `}`, "max_tokens", "must be an integer"},
 		{"no model", completion, `{"prompt":"x"}`, "model", `"model" is required`},
 		{"n 2", completion, `{"model":"m","prompt":"x","n":2}`, "n", "only n=1"},
 		{"max_tokens 0", completion, `{"model":"m","prompt":"x","max_tokens":0}`, "max_tokens", "between 1 and 16777216"},
@@ -57,7 +58,16 @@ func TestDecodeErrors(t *testing.T) {
 		{"anthropic temperature", messages, `{"model":"m","max_tokens":5,"temperature":1.5,` + user + `}`, "temperature", "between 0 and 1"},
 		{"anthropic no model", messages, `{"max_tokens":5,` + user + `}`, "model", `"model" is required`},
 		{"anthropic messages empty", messages, `{"model":"m","max_tokens":5,"messages":[]}`, "messages", "non-empty list"},
-		{"anthropic system bad", messages, `{"model":"m","max_tokens":5,"system":[{"type":"image"}],` + user + `}`, "messages", "system:"},
+		{"anthropic system bad", messages, `{"model":"m","max_tokens":5,"system":[{"type":"image"}],` + user + `}`, "system", "system:"},
+		{"anthropic system number", messages, `{"model":"m","max_tokens":5,"system":5,` + user + `}`, "system", "must be a string or an array of text blocks"},
+		{"anthropic system object", messages, `{"model":"m","max_tokens":5,"system":{"a":1},` + user + `}`, "system", "must be a string or an array of text blocks"},
+		{"anthropic tools string", messages, `{"model":"m","max_tokens":5,"tools":"x",` + user + `}`, "tools", "must be an array of objects"},
+		{"anthropic tools of numbers", messages, `{"model":"m","max_tokens":5,"tools":[1],` + user + `}`, "tools", "tools[0] must be an object"},
+		{"chat tools object", chat, `{"model":"m","tools":{"type":"function"},` + user + `}`, "tools", "must be an array of objects"},
+		{"chat tools of strings", chat, `{"model":"m","tools":["f"],` + user + `}`, "tools", "tools[0] must be an object"},
+		{"stop_token_ids strings", chat, `{"model":"m","stop_token_ids":["a"],` + user + `}`, "stop_token_ids", "must be a non-negative integer"},
+		{"prompt ids negative", completion, `{"model":"m","prompt":[-1]}`, "prompt", "must be a string"},
+		{"tokenize prompt number", tokenize, `{"prompt":5}`, "prompt", "must be a string"},
 		{"anthropic image block", messages, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, "messages", `"image" is not supported`},
 		{"anthropic tool_use block", messages, `{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}]}`, "messages", `"tool_use" is not supported`},
 		{"tokenize neither", tokenize, `{"model":"m"}`, "prompt", `either "prompt" or "messages"`},
@@ -74,9 +84,15 @@ func TestDecodeErrors(t *testing.T) {
 			if e.Status != 400 || e.Param != c.param || !strings.Contains(e.Message, c.msg) {
 				t.Fatalf("got %d param %q %q; want 400 param %q containing %q", e.Status, e.Param, e.Message, c.param, c.msg)
 			}
+			if goType.MatchString(e.Message) {
+				t.Fatalf("the message shows a Go type: %q", e.Message)
+			}
 		})
 	}
 }
+
+// goType matches what Go type names look like in a message.
+var goType = regexp.MustCompile(`\b(u?int(8|16|32|64)?\b|float(32|64)|json\.\w+|api\.\w+|struct|\[\]\w+|map\[)`)
 
 // TestErrorBodies: each status in both APIs' shapes.
 func TestErrorBodies(t *testing.T) {

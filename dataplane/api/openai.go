@@ -81,6 +81,9 @@ func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
 	if r.Guided, e = guidedOf(b.ResponseFormat, b.ToolChoice); e != nil {
 		return nil, e
 	}
+	if e = checkArrayOfObjects("tools", b.Tools); e != nil {
+		return nil, e
+	}
 	msgs, err := normalizeMessages(b.Messages)
 	if err != nil {
 		return nil, BadRequest("messages", err.Error())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -46,7 +47,10 @@ type Request struct {
 	Kind  Kind
 	Model string
 	// MaxTokens is the API's limit, or its default when the client gave none.
-	MaxTokens   uint32
+	MaxTokens uint32
+	// MaxTokensGiven says the client set MaxTokens: a limit the context
+	// cannot hold is then an error, where a default is only cut to fit.
+	MaxTokensGiven bool
 	Temperature float32
 	TopP        float32
 	// TopK is -1 or 0 for no limit, clamped to 2^20.
@@ -122,7 +126,7 @@ func decodeJSON(body []byte, v any) *Error {
 			// encoding/json names a field of an embedded struct by the
 			// struct's Go name too ("sampling.model"); clients know "model".
 			field := strings.TrimPrefix(te.Field, "sampling.")
-			return BadRequest(field, fmt.Sprintf("field %q must be %s", field, te.Type))
+			return BadRequest(field, fmt.Sprintf("field %q must be %s", field, jsonType(te.Type)))
 		}
 		return BadRequest("", "malformed JSON: "+err.Error())
 	}
@@ -158,9 +162,9 @@ func (f *sampling) request(k Kind, defaultMax int64, check ModelCheck) (*Request
 	maxTokens := defaultMax
 	switch {
 	case f.MaxCompletion != nil:
-		maxTokens = *f.MaxCompletion
+		maxTokens, r.MaxTokensGiven = *f.MaxCompletion, true
 	case f.MaxTokens != nil:
-		maxTokens = *f.MaxTokens
+		maxTokens, r.MaxTokensGiven = *f.MaxTokens, true
 	}
 	if maxTokens < 1 || maxTokens > maxMaxTokens {
 		return nil, BadRequest("max_tokens", "max_tokens must be between 1 and 16777216")
@@ -207,4 +211,47 @@ func parseStop(raw json.RawMessage) ([]string, error) {
 		return nil, fmt.Errorf("stop must be a string or a list of at most %d strings", maxStops)
 	}
 	return many, nil
+}
+
+// jsonType names what a Go type decodes from in JSON terms: clients sent
+// JSON, and "uint32" or "api.sampling" would mean nothing to them.
+func jsonType(t reflect.Type) string {
+	if t == reflect.TypeFor[json.RawMessage]() {
+		return "valid JSON"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(jsonType(t.Elem()), "a "), "an ") + "s"
+	}
+	return "an object"
+}
+
+// checkArrayOfObjects refuses a field that is present but not a list of
+// JSON objects (tools, in both APIs).
+func checkArrayOfObjects(field string, raw json.RawMessage) *Error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return BadRequest(field, fmt.Sprintf("field %q must be an array of objects", field))
+	}
+	for i, it := range items {
+		if len(it) == 0 || it[0] != '{' {
+			return BadRequest(field, fmt.Sprintf("%s[%d] must be an object", field, i))
+		}
+	}
+	return nil
 }

@@ -21,8 +21,8 @@ func TestDecodeCompletionFields(t *testing.T) {
 		want func(r *Request)
 	}{
 		{"defaults", `{"model":"m","prompt":"hi"}`, func(r *Request) {}},
-		{"max_tokens", `{"model":"m","prompt":"hi","max_tokens":7}`, func(r *Request) { r.MaxTokens = 7 }},
-		{"max_completion_tokens wins", `{"model":"m","prompt":"hi","max_tokens":7,"max_completion_tokens":9}`, func(r *Request) { r.MaxTokens = 9 }},
+		{"max_tokens", `{"model":"m","prompt":"hi","max_tokens":7}`, func(r *Request) { r.MaxTokens, r.MaxTokensGiven = 7, true }},
+		{"max_completion_tokens wins", `{"model":"m","prompt":"hi","max_tokens":7,"max_completion_tokens":9}`, func(r *Request) { r.MaxTokens, r.MaxTokensGiven = 9, true }},
 		{"temperature", `{"model":"m","prompt":"hi","temperature":0.5}`, func(r *Request) { r.Temperature = 0.5 }},
 		{"temperature 0", `{"model":"m","prompt":"hi","temperature":0}`, func(r *Request) { r.Temperature = 0 }},
 		{"top_p", `{"model":"m","prompt":"hi","top_p":0.25}`, func(r *Request) { r.TopP = 0.25 }},
@@ -67,7 +67,7 @@ func TestDecodeChatFields(t *testing.T) {
 		want func(r *Request)
 	}{
 		{"defaults", `{"model":"m","messages":` + msgs + `}`, func(r *Request) {}},
-		{"max_tokens", `{"model":"m","messages":` + msgs + `,"max_tokens":3}`, func(r *Request) { r.MaxTokens = 3 }},
+		{"max_tokens", `{"model":"m","messages":` + msgs + `,"max_tokens":3}`, func(r *Request) { r.MaxTokens, r.MaxTokensGiven = 3, true }},
 		{"tools", `{"model":"m","messages":` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, func(r *Request) {
 			r.Conversation.Tools = json.RawMessage(`[{"type":"function","function":{"name":"f"}}]`)
 		}},
@@ -143,6 +143,7 @@ func TestDecodeMessagesFields(t *testing.T) {
 				t.Fatalf("error %d %q", e.Status, e.Message)
 			}
 			want := defaults(Messages, 5)
+			want.MaxTokensGiven = true // Anthropic requires it
 			want.Conversation = Conversation{Messages: json.RawMessage(msgs), AddGenerationPrompt: true}
 			c.want(&want)
 			if !reflect.DeepEqual(*got, want) {
