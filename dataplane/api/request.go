@@ -51,8 +51,8 @@ type Request struct {
 	// MaxTokensGiven says the client set MaxTokens: a limit the context
 	// cannot hold is then an error, where a default is only cut to fit.
 	MaxTokensGiven bool
-	Temperature float32
-	TopP        float32
+	Temperature    float32
+	TopP           float32
 	// TopK is -1 or 0 for no limit, clamped to 2^20.
 	TopK         int32
 	Seed         *uint64
