@@ -2,9 +2,16 @@
 // the wire protocol to routers and drives the engine over HTTP with
 // token-id prompts. --engine-kind says which engine:
 //
-//   - vllm (the default; SGLang too): its OpenAI-compatible API, its ZMQ KV
-//     events translated into kvgate block hashes, its load from its
-//     Prometheus metrics (vllm.go);
+//   - vllm (the default): its OpenAI-compatible API, its ZMQ KV events
+//     translated into kvgate block hashes, its load from its Prometheus
+//     metrics (vllm.go);
+//   - sglang: SGLang's native /generate with the same ZMQ KV events
+//     (SGLang's copy of vLLM's publisher) and its scheduler metrics. The
+//     server is checked first (/get_server_info: --model against its
+//     --served-model-name, --block-size against its --page-size,
+//     --dp-ranks against its --dp-size, --kv-events against its
+//     --kv-events-config): one that differs is refused, and one that does
+//     not answer yet is waited for, for --connect-timeout (sglang.go);
 //   - llamacpp: llama.cpp's llama-server, natively: /completion with
 //     cache_prompt and token-id streams, KV events of the bridge's own from
 //     what its requests and /slots say, load from /slots and /metrics,
@@ -47,6 +54,7 @@ var errRefused = errors.New("engine refused")
 // Engine kinds, the values of --engine-kind.
 const (
 	kindVLLM     = "vllm"
+	kindSGLang   = "sglang"
 	kindLlamaCpp = "llamacpp"
 )
 
@@ -69,17 +77,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7100", "wire-protocol address routers connect to")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:9100", "admin HTTP address: /metrics, /debug/pprof/")
-	fs.StringVar(&c.engineKind, "engine-kind", kindVLLM, "the engine: vllm (vLLM or SGLang, OpenAI API and ZMQ KV events) or llamacpp (llama.cpp's llama-server, started with --metrics and --slots)")
+	fs.StringVar(&c.engineKind, "engine-kind", kindVLLM, "the engine: vllm (vLLM's OpenAI API and ZMQ KV events), sglang (SGLang's /generate and ZMQ KV events) or llamacpp (llama.cpp's llama-server, started with --metrics and --slots)")
 	fs.StringVar(&c.engineURL, "engine-url", "", "the engine's base URL, e.g. http://127.0.0.1:8000 (required)")
 	fs.StringVar(&c.tokenizerDir, "tokenizer", "", "llamacpp: directory with the tokenizer.json routers tokenize with, checked against the server's /tokenize (default: the built-in Qwen3 tokenizer)")
 	fs.DurationVar(&c.slotsEvery, "slots-interval", 250*time.Millisecond, "llamacpp: how often /slots is read for the bridge's KV events")
-	fs.DurationVar(&c.connectTimeout, "connect-timeout", 5*time.Minute, "llamacpp: how long to wait for the server to answer before giving up (0: forever)")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 5*time.Minute, "llamacpp, sglang: how long to wait for the server to answer before giving up (0: forever)")
 	fs.StringVar(&c.kvEvents, "kv-events", "", "the engine's ZMQ KV event publisher, e.g. tcp://127.0.0.1:5557 (vLLM --kv-events-config endpoint)")
 	fs.StringVar(&c.kvTopic, "kv-topic", "", "ZMQ topic prefix of the KV events")
 	fs.StringVar(&c.replay, "replay", "", "the engine's ZMQ replay socket, e.g. tcp://127.0.0.1:5558 (recovers missed batches)")
 	fs.StringVar(&c.model, "model", "", "the model name the engine serves (required)")
 	fs.StringVar(&c.id, "id", host+"-bridge", "engine id announced to routers")
-	fs.IntVar(&c.blockSize, "block-size", 16, "the engine's KV block size in tokens (vLLM --block-size)")
+	fs.IntVar(&c.blockSize, "block-size", 16, "the engine's KV block size in tokens (vLLM --block-size, SGLang --page-size)")
 	fs.IntVar(&c.offloadBlockSize, "offload-block-size", 0, "vLLM offloading: the offloaded block size in tokens (kv_connector_extra_config block_size), for events that say 0; 0: one GPU block")
 	fs.Uint64Var(&c.hashSeed, "hash-seed", 0, "seed of kvgate's block hashes (routers take it from the handshake)")
 	fs.IntVar(&c.dpRanks, "dp-ranks", 1, "data-parallel ranks; rank r's events come from the endpoint's port + r, as vLLM publishes them")
@@ -186,14 +194,16 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // checkKind refuses an engine kind kvgate-bridge does not know, and the
-// flags of one kind given with the other.
+// flags of one kind given with another.
 func (c *config) checkKind(fs *flag.FlagSet) error {
 	switch c.engineKind {
 	case kindVLLM:
 		return nil
+	case kindSGLang:
+		return c.checkSGLang(fs)
 	case kindLlamaCpp:
 	default:
-		return fmt.Errorf("--engine-kind %q: want %s or %s", c.engineKind, kindVLLM, kindLlamaCpp)
+		return fmt.Errorf("--engine-kind %q: want %s, %s or %s", c.engineKind, kindVLLM, kindSGLang, kindLlamaCpp)
 	}
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {

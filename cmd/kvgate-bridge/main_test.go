@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestEngineKindFlags: --engine-kind takes vllm (the default) or
-// llamacpp; the vLLM-only flags are refused with llamacpp, by name.
+// TestEngineKindFlags: --engine-kind takes vllm (the default), sglang or
+// llamacpp; the vLLM-only flags are refused with llamacpp and sglang, by
+// name.
 func TestEngineKindFlags(t *testing.T) {
 	base := []string{"--engine-url", "http://127.0.0.1:1", "--model", "m"}
 	for _, c := range []struct {
@@ -17,7 +18,9 @@ func TestEngineKindFlags(t *testing.T) {
 	}{
 		{nil, kindVLLM, ""},
 		{[]string{"--engine-kind", "llamacpp", "--tokenizer", "/x", "--slots-interval", "1s"}, kindLlamaCpp, ""},
-		{[]string{"--engine-kind", "sglang"}, "", `--engine-kind "sglang"`},
+		{[]string{"--engine-kind", "sglang", "--kv-events", "tcp://x:1", "--replay", "tcp://x:2", "--dp-ranks", "2"}, kindSGLang, ""},
+		{[]string{"--engine-kind", "sglang", "--lora", "a", "--offload-block-size", "32"}, "", "--lora, --offload-block-size: not with --engine-kind sglang"},
+		{[]string{"--engine-kind", "tgi"}, "", `--engine-kind "tgi": want vllm, sglang or llamacpp`},
 		{[]string{"--engine-kind", "llamacpp", "--kv-events", "tcp://x:1", "--lora", "a"}, "", "--kv-events, --lora: not with --engine-kind llamacpp"},
 		{[]string{"--engine-kind", "llamacpp", "--dp-ranks", "2"}, "", "--dp-ranks: not with"},
 		{[]string{"--kv-events", "tcp://x:1", "--dp-ranks", "2"}, kindVLLM, ""},

@@ -15,7 +15,7 @@ import (
 	"github.com/kvgate/kvgate/wire/serve"
 )
 
-// vllmBridge is a vLLM (or SGLang) engine's bridge and its KV event
+// vllmBridge is a vLLM or SGLang engine's bridge and its KV event
 // subscribers, one per data-parallel rank.
 type vllmBridge struct {
 	*vllm.Bridge
@@ -24,24 +24,36 @@ type vllmBridge struct {
 	log  *slog.Logger
 }
 
-// startVLLM makes the vLLM bridge. An engine that says it is llama.cpp's
-// server is refused (its /v1/completions sends no token ids); one that
-// does not answer yet is not waited for, as before: vLLM may be loading.
+// startVLLM makes the vLLM (or SGLang) bridge. An engine that says it is
+// llama.cpp's server is refused (its /v1/completions sends no token ids);
+// a vLLM that does not answer yet is not waited for, as before: vLLM may
+// be loading. An SGLang server is checked first (connectSGLang).
 func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logger) (backend, error) {
 	e := vllm.NewEngine(c.engineURL, c.model, nil, log)
-	ictx, icancel := context.WithTimeout(ctx, 3*time.Second)
-	kind, why, _ := llamacpp.Identify(ictx, e.Client, c.engineURL)
-	icancel()
-	if kind == llamacpp.KindLlamaCpp {
-		return nil, fmt.Errorf("%w: --engine-kind vllm, but the engine at %s is llama.cpp's server (%s), whose OpenAI API sends no token ids: run kvgate-bridge with --engine-kind llamacpp",
-			errRefused, c.engineURL, why)
+	capacity := c.gpuBlocks
+	if c.engineKind == kindSGLang {
+		s, err := connectSGLang(ctx, c, e.Client, log)
+		if err != nil {
+			return nil, err
+		}
+		e.SGLang = s
+		if capacity == 0 {
+			capacity = s.MaxTotalNumTokens / uint64(c.blockSize)
+		}
+	} else {
+		ictx, icancel := context.WithTimeout(ctx, 3*time.Second)
+		kind, why, _ := llamacpp.Identify(ictx, e.Client, c.engineURL)
+		icancel()
+		if kind == llamacpp.KindLlamaCpp {
+			return nil, fmt.Errorf("%w: --engine-kind vllm, but the engine at %s is llama.cpp's server (%s), whose OpenAI API sends no token ids: run kvgate-bridge with --engine-kind llamacpp",
+				errRefused, c.engineURL, why)
+		}
 	}
 	names := map[uint32]string{}
 	for _, l := range c.loras {
 		names[l.WireID] = l.Name
 	}
 	e.LoRAs = names
-	capacity := c.gpuBlocks
 	if capacity == 0 {
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil && m[0] != nil {
