@@ -11,9 +11,16 @@ import (
 type Weights struct {
 	// PrefillTokensPerMs is an engine's prefill rate.
 	PrefillTokensPerMs float64
-	// CPUBlockCost is the cost of a CPU-tier block relative to recomputing
-	// it (0: free, 1: as if not cached); DiskBlockCost likewise.
+	// CPUBlockCost, when not negative, overrides the transfer-time cost of
+	// a CPU-tier block with a fixed fraction of recomputing it (0: free, 1:
+	// as if not cached); DiskBlockCost likewise. Negative (the default): a
+	// lower-tier hit costs its transfer time, from the engine's announced
+	// tier costs (Candidate.Tiers) or the defaults below.
 	CPUBlockCost, DiskBlockCost float64
+	// CPULink, DiskLink and KVBytesPerToken stand in for what an engine
+	// did not announce of its tiers (wire.TierCosts).
+	CPULink, DiskLink TierLink
+	KVBytesPerToken   float64
 	// ApproxBlockCost discounts approximate (unconfirmed) hits.
 	ApproxBlockCost float64
 	// DecodeMsPerKToken adds decode pressure: ms per 1,000 active decode tokens.
@@ -38,10 +45,11 @@ type Weights struct {
 
 // DefaultWeights fit the simulator's default profile (Dynamo's mocker
 // polynomials): ~66 tokens/ms of prefill in 8k-token chunks, each step
-// slowed by 5.7-34 ms while a decode batch fills the cache; CPU blocks at a
-// fifth of recomputing.
+// slowed by 5.7-34 ms while a decode batch fills the cache; lower tiers at
+// their transfer time over the default links.
 func DefaultWeights() Weights {
-	return Weights{PrefillTokensPerMs: 66, CPUBlockCost: 0.2, DiskBlockCost: 0.5, ApproxBlockCost: 0.3,
+	return Weights{PrefillTokensPerMs: 66, CPUBlockCost: -1, DiskBlockCost: -1, ApproxBlockCost: 0.3,
+		CPULink: DefaultCPULink, DiskLink: DefaultDiskLink, KVBytesPerToken: DefaultKVBytesPerToken,
 		DecodeMsPerKToken: 0.05, DecodeStepBaseMs: 5.7, DecodeStepUtilMs: 28, TieFraction: 0.05, MaxInflight: 1024,
 		ReportDelay: 2 * time.Millisecond}
 }
@@ -56,24 +64,32 @@ type Candidate struct {
 	ActiveDecode   float64 // KV tokens of the requests it is decoding
 	MaxBatched     int     // tokens per step
 	CapacityTokens float64 // GPU KV capacity in tokens
+	// Tiers are what the engine's lower tiers cost (zero: the defaults of
+	// Weights); only read when Match has CPU or disk blocks.
+	Tiers TierCosts
 }
 
 // Cost is the policy's score of a candidate for a prompt of n tokens (lower
 // is better). kv: estimated time to first token in ms, from queued and
-// uncached prefill (lower tiers and approximate hits at a discount) over
-// the prefill rate, plus the decode batch every prefill chunk carries.
+// uncached prefill (approximate hits at a discount) over the prefill rate,
+// plus the time to load the prompt's CPU and disk blocks over the engine's
+// links (the prefill they save is not in the uncached work), plus the
+// decode batch every prefill chunk carries.
 // dynamo: prefill blocks - overlap + decode blocks.
 func (w *Weights) Cost(p Policy, c *Candidate, n int) float64 {
 	m, bs := c.Match, float64(max(c.BlockSize, 1))
 	if p == PolicyDynamo {
 		return (c.QueuedPrefill+float64(n))/bs - float64(m.Depth()) + c.ActiveDecode/bs
 	}
-	uncached := float64(n) - bs*(float64(m.Blocks[kvstore.TierGPU])+
-		float64(m.Blocks[kvstore.TierCPU])*(1-w.CPUBlockCost)+
-		float64(m.Blocks[kvstore.TierDisk])*(1-w.DiskBlockCost)+
-		float64(m.Approx)*(1-w.ApproxBlockCost))
+	uncached := float64(n) - bs*(float64(m.Blocks[kvstore.TierGPU])+float64(m.Approx)*(1-w.ApproxBlockCost))
+	transfer := 0.0
+	if lower := m.Blocks[kvstore.TierCPU] + m.Blocks[kvstore.TierDisk]; lower > 0 {
+		var unloaded float64
+		unloaded, transfer = w.lowerTiers(c)
+		uncached -= bs * (float64(lower) - unloaded)
+	}
 	work := c.QueuedPrefill + max(uncached, 1)
-	cost := work/w.PrefillTokensPerMs + w.DecodeMsPerKToken*c.ActiveDecode/1000
+	cost := work/w.PrefillTokensPerMs + transfer + w.DecodeMsPerKToken*c.ActiveDecode/1000
 	if c.ActiveDecode > 0 {
 		// Every chunk of MaxBatched tokens is one step carrying the decode batch.
 		util := 1.0

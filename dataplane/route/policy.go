@@ -96,6 +96,12 @@ func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Deci
 			maxBatched, capacity := e.Shape()
 			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
 				MaxBatched: maxBatched, CapacityTokens: capacity}
+			if m := &matches[i]; m.Blocks[kvstore.TierCPU]+m.Blocks[kvstore.TierDisk] > 0 {
+				// Only a lower-tier hit needs the engine's tier costs: the
+				// handshake's copy is not paid for the common case.
+				info := e.Info()
+				c.Tiers = r.w.TierCostsOf(&info.TierCosts, bs)
+			}
 			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
 			s.all = append(s.all, scored{e, matches[i], bs, g.hs})
 			s.costs = append(s.costs, cost)
