@@ -72,6 +72,10 @@ type IndexEngine struct {
 	Precise      bool
 	Entries      uint64
 	Bytes        uint64
+	// HashSums are, per tier, the wrapping sums of the hashes of Blocks
+	// (from the index's digest): with Blocks, they tell two views' block
+	// sets apart, not only their sizes.
+	HashSums [kvstore.NumTiers]uint64
 }
 
 // Snapshot reads the state now; ring and http (the HTTP engines) may be
@@ -99,6 +103,13 @@ func Snapshot(pool *engine.Pool, r *route.Router, index *kvstore.Index, ring *sy
 		ie := IndexEngine{Engine: es.Engine, Rank: es.Rank, Slot: es.Slot, ApproxBlocks: es.Blocks[kvstore.TierApprox],
 			Precise: es.Precise, Entries: es.Entries, Bytes: es.Bytes}
 		copy(ie.Blocks[:], es.Blocks[:kvstore.NumTiers])
+		for t := range kvstore.NumTiers {
+			if d, err := index.Digest(es.Slot, kvstore.Tier(t)); err == nil {
+				for _, sum := range d.Sum {
+					ie.HashSums[t] += sum
+				}
+			}
+		}
 		st.Index.Engines = append(st.Index.Engines, ie)
 	}
 	if ring != nil {
