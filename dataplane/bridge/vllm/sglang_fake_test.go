@@ -51,8 +51,13 @@ func TestFakeSGLangEvents(t *testing.T) {
 	tr := vllm.NewTranslator(hasher(t), nil)
 	sub := &vllm.Subscriber{Endpoint: f.EventsURL, ReplayEndpoint: f.ReplayURL, Log: slog.New(slog.DiscardHandler),
 		RetryMin: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond, ReplayTimeout: 10 * time.Second,
-		Batch: func(_ uint64, b *vllm.Batch) { mu.Lock(); batches = append(batches, b); mu.Unlock(); tr.Apply(0, b.Events) },
-		Lost:  func(string) { tr.Reset(0) }}
+		Batch: func(_ uint64, b *vllm.Batch) {
+			mu.Lock()
+			batches = append(batches, b)
+			mu.Unlock()
+			tr.Apply(0, b.Events)
+		},
+		Lost: func(string) { tr.Reset(0) }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = sub.Run(ctx) }()
@@ -65,6 +70,11 @@ func TestFakeSGLangEvents(t *testing.T) {
 	waitTiers(t, f, tr, false, &seed)
 	if s := tr.Skipped(); s != (vllm.Skipped{}) {
 		t.Fatalf("skipped %+v", s)
+	}
+	// The same blocks, not only as many.
+	want, err := f.KVHashes(hasher(t), nil)
+	if got := snapshotSet(tr); err != nil || got != want {
+		t.Fatalf("translated %+v, the fake holds %+v (%v)", got, want, err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -89,4 +99,17 @@ func TestFakeSGLangEvents(t *testing.T) {
 	if removed == 0 {
 		t.Fatal("no page was evicted")
 	}
+}
+
+// snapshotSet is a translator's rank-0 table as a router's index
+// summarises it.
+func snapshotSet(tr *vllm.Translator) vllmtest.TierSet {
+	var s vllmtest.TierSet
+	for _, e := range tr.Snapshot(0) {
+		for _, h := range e.Hashes.AppendTo(nil) {
+			s.Blocks[e.Tier]++
+			s.Sums[e.Tier] += h
+		}
+	}
+	return s
 }

@@ -39,7 +39,7 @@ type Fake struct {
 	drop     int         // batches to leave unpublished (still replayable)
 	noReplay bool
 	running  int
-	requests []Request // what the bridge sent, for tests
+	requests []Request   // what the bridge sent, for tests
 	sgl      sglangState // the SGLang mode's (sglang.go)
 
 	pub, router zmq4.Socket
@@ -50,6 +50,10 @@ type entry struct {
 	used   uint64
 	parent vllm.Hash
 	raw    []byte // the hash's bytes, as vLLM's offloading events carry it
+	// prefix is the prompt up to the end of the block and lora its
+	// adapter ("" for none): what kvgate's hash of the block is made of.
+	prefix []uint32
+	lora   string
 }
 
 // Request is one completion request as the fake received it.
@@ -237,7 +241,7 @@ func (f *Fake) admit(lora string, prompt []uint32) int {
 		}
 		for i, h := range hs[cached:] {
 			f.tick++
-			e := &entry{used: f.tick, raw: raws[i+cached]}
+			e := &entry{used: f.tick, raw: raws[i+cached], prefix: prompt[:(i+cached+1)*f.BlockSize], lora: lora}
 			if i+cached > 0 {
 				e.parent = hs[i+cached-1]
 			}
