@@ -3,7 +3,10 @@ package gateway
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,30 +35,67 @@ type Gateway struct {
 	Metrics *Metrics
 	// Passthrough holds the HTTP engines (--http-engine), nil without.
 	Passthrough *passthrough.Pool
+	// MaxModelLen is the context length in tokens, prompt plus output
+	// (0: the tokenizer's model_max_length).
+	MaxModelLen int
 }
 
 // ServeHTTP implements httpx.Handler.
+// A panic anywhere on the request path is answered 500 in the API's
+// shape (or, once a stream began, ends the connection), logged with its
+// stack, and costs no one else.
 func (g *Gateway) ServeHTTP(w *httpx.ResponseWriter, r *httpx.Request) {
 	start := time.Now()
-	reqID := r.Header.Get("X-Request-Id")
-	if reqID == "" {
-		reqID = newRequestID()
-	}
+	reqID := requestID(r.Header.Get("X-Request-Id"))
 	w.Header().Set("x-request-id", reqID)
 	flavor := api.OpenAI
 	if strings.HasPrefix(r.Path, "/v1/messages") {
 		flavor = api.Anthropic
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			g.Log.Error("request panic", "request", reqID, "path", r.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			status := 500
+			switch {
+			case w.Finished():
+			case w.Started():
+				w.Abort()
+			default:
+				writeError(w, flavor, &api.Error{Status: 500, Message: "internal error (request " + reqID + ")"})
+			}
+			g.Metrics.observeRequest(r.Path, status, time.Since(start))
+		}
+	}()
 	status := g.serve(w, r, flavor, reqID)
 	g.Metrics.observeRequest(r.Path, status, time.Since(start))
+}
+
+// requestID is the client's X-Request-Id when it is a plain token (up to
+// 128 letters, digits and ._:-), else a fresh one: the id is reflected in
+// the response and written to logs, where a CR, LF or quote must not go.
+func requestID(v string) string {
+	if len(v) == 0 || len(v) > 128 {
+		return newRequestID()
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return newRequestID()
+		}
+	}
+	return v
 }
 
 func (g *Gateway) serve(w *httpx.ResponseWriter, r *httpx.Request, flavor api.Flavor, reqID string) int {
 	fail := func(e *api.Error) int { return writeError(w, flavor, e) }
 	switch r.Path {
-	case "/health":
-		return g.simple(w, r, 200, `{"status":"ok"}`)
-	case "/ready":
+	case "/health", "/ready":
+		if r.Method != "GET" && r.Method != "HEAD" {
+			return methodNotAllowed(w, r, "GET", fail)
+		}
+		if r.Path == "/health" {
+			return g.simple(w, r, 200, `{"status":"ok"}`)
+		}
 		if g.ready() {
 			return g.simple(w, r, 200, `{"status":"ready"}`)
 		}
@@ -68,11 +108,21 @@ func (g *Gateway) serve(w *httpx.ResponseWriter, r *httpx.Request, flavor api.Fl
 	if !ok {
 		return fail(api.NotFound("no route for " + r.Path))
 	}
-	if route.method != r.Method {
-		w.Header().Set("Allow", route.method)
-		return fail(&api.Error{Status: 405, Message: "method " + r.Method + " not allowed on " + r.Path})
+	if route.method != r.Method && !(route.method == "GET" && r.Method == "HEAD") {
+		return methodNotAllowed(w, r, route.method, fail)
 	}
 	return route.serve(g, w, r, reqID)
+}
+
+// methodNotAllowed answers 405 with the methods the path takes (a GET
+// path takes HEAD too: httpx sends its head without the content).
+func methodNotAllowed(w *httpx.ResponseWriter, r *httpx.Request, method string, fail func(*api.Error) int) int {
+	allow := method
+	if method == "GET" {
+		allow = "GET, HEAD"
+	}
+	w.Header().Set("Allow", allow)
+	return fail(&api.Error{Status: 405, Message: "method " + strconv.Quote(r.Method) + " not allowed on " + r.Path})
 }
 
 type endpoint struct {
@@ -146,8 +196,9 @@ func (g *Gateway) authorized(r *httpx.Request) bool {
 	if k := r.Header.Get("x-api-key"); k != "" && g.APIKeys[k] {
 		return true
 	}
-	auth := r.Header.Get("Authorization")
-	return strings.HasPrefix(auth, "Bearer ") && g.APIKeys[strings.TrimPrefix(auth, "Bearer ")]
+	// RFC 9110 11.1: the auth scheme is case-insensitive ("bearer" too).
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && g.APIKeys[strings.TrimLeft(token, " ")]
 }
 
 func newRequestID() string {

@@ -27,6 +27,25 @@ const model = "Qwen/Qwen3-8B"
 // startGateway serves a Gateway in this process on loopback, in front of
 // two zero-cost simulated engines, and returns its base URL.
 func startGateway(t *testing.T, keys map[string]bool) string {
+	return startGatewayWith(t, gwOptions{keys: keys}).base
+}
+
+// gwOptions shape a test gateway: API keys, the gateway's context length
+// and the simulated engines' own.
+type gwOptions struct {
+	keys                map[string]bool
+	maxModelLen, simLen int
+	realTime            bool // the engines take their default profile's time, not none
+}
+
+// testGateway is a running test gateway.
+type testGateway struct {
+	base string
+	srv  *httpx.Server
+	log  *syncBuffer // the gateway's log
+}
+
+func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 	t.Helper()
 	tok, err := tokenize.Builtin()
 	if err != nil {
@@ -34,14 +53,21 @@ func startGateway(t *testing.T, keys map[string]bool) string {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Model, cfg.Rank.Profile = model, sim.ZeroProfile
+	if o.realTime {
+		cfg.Rank.Profile = sim.DefaultProfile
+	}
+	if o.simLen > 0 {
+		cfg.Rank.MaxModelLen = o.simLen
+	}
 	sims, err := sim.StartLocal(2, cfg, "sim")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sims.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	pcfg := engine.DefaultConfig()
-	pcfg.Logger = log
+	pcfg.Logger = slog.New(slog.DiscardHandler)
 	pool := engine.NewPool(pcfg, kvstore.New(kvstore.Options{}), sims.Addrs)
 	t.Cleanup(pool.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -50,7 +76,7 @@ func startGateway(t *testing.T, keys map[string]bool) string {
 		t.Fatal(err)
 	}
 	g := &Gateway{Tok: tok, Router: route.New(pool, route.PolicyKV, route.DefaultWeights()), Pool: pool, Log: log,
-		APIKeys: keys, Retries: 1, FirstTokenTimeout: time.Minute}
+		APIKeys: o.keys, Retries: 1, FirstTokenTimeout: time.Minute, MaxModelLen: o.maxModelLen}
 	hc := httpx.DefaultConfig()
 	hc.Addr, hc.EventLoops, hc.Logger = "127.0.0.1:0", 1, log
 	srv := httpx.NewServer(hc, g)
@@ -64,7 +90,7 @@ func startGateway(t *testing.T, keys map[string]bool) string {
 		<-served
 	})
 	t.Cleanup(http.DefaultClient.CloseIdleConnections) // the client's keep-alive goroutines
-	return "http://" + srv.Addr()
+	return &testGateway{base: "http://" + srv.Addr(), srv: srv, log: logs}
 }
 
 func post(t *testing.T, url, key, body string) (*http.Response, string) {

@@ -36,10 +36,13 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	}
 	var tokens []uint32
 	if e == nil {
+		e = checkFields(req)
+	}
+	if e == nil {
 		tokens, e = g.promptTokens(req)
 	}
 	if e == nil {
-		e = g.promptLimit(len(tokens))
+		e = g.fitContext(req, len(tokens))
 	}
 	if e != nil {
 		return writeError(w, flavor, e)
@@ -77,13 +80,18 @@ func (g *Gateway) checkModel(model string) *api.Error {
 }
 
 // promptTokens tokenizes the request's prompt or renders and tokenizes
-// its conversation.
+// its conversation, giving up as soon as it is over the prompt limit.
 func (g *Gateway) promptTokens(req *api.Request) ([]uint32, *api.Error) {
+	limit := g.promptCap()
 	if req.Kind != api.Completion {
-		return g.chatTokens(&req.Conversation)
+		return g.chatTokens(&req.Conversation, limit, req)
 	}
 	if !req.Prompt.IsIDs {
-		return g.Tok.Encode(nil, req.Prompt.Text, true), nil
+		ids, over, counted := encodeBounded(g.Tok, req.Prompt.Text, true, limit)
+		if over {
+			return nil, g.overPrompt(req, counted)
+		}
+		return ids, nil
 	}
 	if e := g.checkVocab("prompt", req.Prompt.IDs); e != nil {
 		return nil, e
@@ -101,25 +109,26 @@ func (g *Gateway) checkVocab(field string, ids []uint32) *api.Error {
 	return nil
 }
 
-// chatTokens renders and tokenizes a conversation.
-func (g *Gateway) chatTokens(c *api.Conversation) ([]uint32, *api.Error) {
-	in := &tokenize.ChatInput{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt, Extra: c.Kwargs}
-	ids, _, err := g.Tok.EncodeChat(nil, in)
+// chatTokens renders and tokenizes a conversation as the tokenizer's
+// EncodeChat does (added tokens recognised, no post-processor tokens),
+// giving up past limit tokens (0: no limit).
+func (g *Gateway) chatTokens(c *api.Conversation, limit int, req *api.Request) ([]uint32, *api.Error) {
+	tmpl := g.Tok.Chat()
+	if tmpl == nil {
+		return nil, api.BadRequest("messages", "the tokenizer has no chat template")
+	}
+	text, err := tmpl.Render(&tokenize.ChatInput{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt, Extra: c.Kwargs})
 	if err != nil {
 		return nil, api.BadRequest("messages", err.Error())
 	}
+	if limit <= 0 {
+		return g.Tok.Encode(nil, text, false), nil
+	}
+	ids, over, counted := encodeBounded(g.Tok, text, false, limit)
+	if over {
+		return nil, g.overPrompt(req, counted)
+	}
 	return ids, nil
-}
-
-// promptLimit refuses prompts the model cannot take.
-func (g *Gateway) promptLimit(n int) *api.Error {
-	if limit := g.Tok.Config.ModelMaxLength; limit > 0 && n >= limit {
-		return api.BadRequest("prompt", fmt.Sprintf("prompt is %d tokens; the model takes at most %d", n, limit))
-	}
-	if n == 0 {
-		return api.BadRequest("prompt", "prompt is empty")
-	}
-	return nil
 }
 
 // connecting reports whether some engine has never completed a handshake,

@@ -63,3 +63,11 @@ func (o *output) fail(e *api.Error) int {
 	_ = o.w.Finish()
 	return e.Status
 }
+
+// gone ends the response of a client that left (or was cut off): the
+// request is over, nothing more can reach it. It returns 499, nginx's
+// status for a client that closed the request.
+func (o *output) gone() int {
+	o.w.Abort()
+	return 499
+}

@@ -52,8 +52,7 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder)
 		if err != nil {
 			return out.fail(routeError(err, req))
 		}
-		status, retry, err := g.stream(req, gen, d, out)
-		d.Done() // idempotent: a finished stream released it already
+		status, retry, err := g.attempt(req, gen, d, out)
 		if !retry {
 			return status
 		}
@@ -98,9 +97,10 @@ type attempt struct {
 	buf     []byte
 }
 
-// stream runs one attempt on the decided engine. retry is true when nothing
-// reached the client and another engine may serve the request.
-func (g *Gateway) stream(req *genRequest, gen *wire.Generate, d *route.Decision, out *output) (status int, retry bool, err error) {
+// attempt runs one attempt on the decided engine and releases its
+// reservation however the attempt ends (a panic included).
+func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision, out *output) (status int, retry bool, err error) {
+	defer d.Done() // idempotent: a finished stream released it already
 	base, lora, ok := d.Engine.Resolve(req.Model)
 	if !ok {
 		return 0, true, engine.ErrNotReady
@@ -110,6 +110,19 @@ func (g *Gateway) stream(req *genRequest, gen *wire.Generate, d *route.Decision,
 	if err != nil {
 		return 0, true, err
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.Cancel(wire.CancelClientGone) // the engine stops; ServeHTTP answers
+			panic(p)
+		}
+	}()
+	return g.stream(req, d, s, out)
+}
+
+// stream follows one engine stream to its end. retry is true when nothing
+// reached the client and another engine may serve the request. A client
+// that leaves ends the stream and aborts its response (499).
+func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out *output) (status int, retry bool, err error) {
 	a := &attempt{req: req, d: d, s: s, out: out, detok: g.Tok.NewStream(true), stops: api.NewStopMatcher(req.Stop), sent: time.Now()}
 	timeout := time.NewTimer(g.FirstTokenTimeout)
 	defer timeout.Stop()
@@ -118,7 +131,7 @@ func (g *Gateway) stream(req *genRequest, gen *wire.Generate, d *route.Decision,
 		case <-s.Ready():
 		case <-out.w.Gone():
 			s.Cancel(wire.CancelClientGone)
-			return 499, false, nil
+			return out.gone(), false, nil
 		case <-timeout.C:
 			if !a.started {
 				s.Cancel(wire.CancelTimeout)
@@ -138,12 +151,10 @@ func (g *Gateway) stream(req *genRequest, gen *wire.Generate, d *route.Decision,
 func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, err error, done bool) {
 	if ev.Err != nil {
 		if !a.started {
-			var re *wire.RemoteError
-			overloaded := errors.As(ev.Err, &re) && re.Code == wire.CodeOverloaded
-			if errors.Is(ev.Err, engine.ErrEngineDown) || overloaded {
+			if retryable(ev.Err) {
 				return 0, true, ev.Err, true
 			}
-			return a.out.fail(&api.Error{Status: 502, Message: "engine error: " + ev.Err.Error()}), false, nil, true
+			return a.out.fail(engineError(ev.Err)), false, nil, true
 		}
 		return a.out.fail(&api.Error{Status: 502, Message: "engine failed mid-stream: " + ev.Err.Error()}), false, nil, true
 	}
@@ -154,7 +165,7 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 		g.Metrics.observeFirstToken(time.Since(a.sent), a.d.PredictedCached, int(ev.Cached))
 		if err := a.out.start(a.d.Engine.Info().ID); err != nil {
 			a.s.Cancel(wire.CancelClientGone)
-			return 499, false, nil, true
+			return a.out.gone(), false, nil, true
 		}
 	}
 	a.d.Generated(len(ev.Tokens))
@@ -166,7 +177,7 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 	if text != "" {
 		if err := a.out.delta(text); err != nil {
 			a.s.Cancel(wire.CancelClientGone)
-			return 499, false, nil, true
+			return a.out.gone(), false, nil, true
 		}
 	}
 	// The engine's work ends with its last token (or the CANCEL a stop

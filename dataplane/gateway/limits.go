@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// A request must fit the model's context and the wire protocol's limits
+// (wire.DefaultLimits, what every engine accepts): one that does not is
+// the client's fault, answered 400 naming the field, and never reaches an
+// engine, where it would break the engine's connection for every stream
+// on it.
+//
+// The context rule is vLLM's: prompt plus max_tokens at most the context
+// length, so a prompt of context-1 tokens with max_tokens 1 runs and a
+// prompt of the whole context does not (vllm-project/vllm
+// tests/v1/e2e/test_context_length.py at b91ee1b, and its
+// Processor._validate_model_input). A max_tokens the client did not give
+// is cut to what the context leaves, as vLLM does.
+
+// contextLength is the model's context in tokens (prompt plus output):
+// MaxModelLen, else the tokenizer's model_max_length; 0 when unknown.
+func (g *Gateway) contextLength() int {
+	if g.MaxModelLen > 0 {
+		return g.MaxModelLen
+	}
+	return g.Tok.Config.ModelMaxLength
+}
+
+// promptCap is the most prompt tokens a request may have: one less than
+// the context (room for one output token) and the wire's limit.
+func (g *Gateway) promptCap() int {
+	limit := wire.DefaultMaxTokens
+	if ctx := g.contextLength(); ctx > 0 {
+		limit = min(limit, ctx-1)
+	}
+	return max(limit, 0)
+}
+
+// checkFields refuses, before any tokenizing, what no engine can take.
+func checkFields(req *api.Request) *api.Error {
+	if n := len(req.StopTokenIDs); n > wire.DefaultMaxStopTokens {
+		return api.BadRequest("stop_token_ids", fmt.Sprintf("%d stop_token_ids; at most %d are accepted", n, wire.DefaultMaxStopTokens))
+	}
+	// GENERATE carries these in one frame; the prompt's share is bounded
+	// by the prompt limit, the structured-output constraint only here.
+	if n := len(req.Guided); n > wire.DefaultMaxFrameSize-4*wire.DefaultMaxTokens-4*wire.DefaultMaxStopTokens-1024 {
+		return api.BadRequest("response_format", fmt.Sprintf("the structured-output constraint is %d bytes, too large to send to an engine", n))
+	}
+	return nil
+}
+
+// fitContext checks the prompt against the context and the wire, and
+// the output limit against what the context leaves.
+func (g *Gateway) fitContext(req *api.Request, promptLen int) *api.Error {
+	if promptLen == 0 {
+		return api.BadRequest("prompt", "prompt is empty")
+	}
+	ctx := g.contextLength()
+	if promptLen > g.promptCap() {
+		if ctx > 0 && promptLen >= ctx {
+			return api.BadRequest(promptField(req), fmt.Sprintf("this model's maximum context length is %d tokens; the prompt has %d, leaving no room for output", ctx, promptLen))
+		}
+		return api.BadRequest(promptField(req), fmt.Sprintf("the prompt has %d tokens; at most %d are accepted", promptLen, g.promptCap()))
+	}
+	if ctx <= 0 {
+		return nil
+	}
+	room := ctx - promptLen
+	if int(req.MaxTokens) <= room {
+		return nil
+	}
+	if !req.MaxTokensGiven {
+		req.MaxTokens = uint32(room)
+		return nil
+	}
+	return api.BadRequest("max_tokens", fmt.Sprintf("max_tokens is too large: %d. This model's maximum context length is %d tokens and the prompt has %d (%d > %d - %d)",
+		req.MaxTokens, ctx, promptLen, req.MaxTokens, ctx, promptLen))
+}
+
+// overPrompt is the answer to a prompt the tokenizer gave up on: it is
+// known to hold more than limit tokens.
+func (g *Gateway) overPrompt(req *api.Request, atLeast int) *api.Error {
+	return api.BadRequest(promptField(req), fmt.Sprintf("the prompt has more than %d tokens; at most %d are accepted (context length %d)",
+		atLeast, g.promptCap(), g.contextLength()))
+}
+
+func promptField(req *api.Request) string {
+	if req.Kind == api.Completion {
+		return "prompt"
+	}
+	return "messages"
+}
+
+// Bounded tokenizing: a text of up to bytesPerTokenBound bytes a token
+// of the limit is tokenized whole (bounded work whatever it holds);
+// beyond, it is counted window by window, cut at white space, and given
+// up on once clearly over the limit, so a 32 MB prompt costs about as
+// much to refuse as one just over the limit.
+const (
+	bytesPerTokenBound = 8
+	countWindow        = 64 << 10
+	// windowSlack is how many tokens a cut may add or remove: BPE merges
+	// never cross the pre-tokenizer's cuts, and a window ends where it
+	// cuts, but a cut at a rune start or inside an added token can come
+	// out a few tokens apart.
+	windowSlack = 8
+)
+
+// encodeBounded tokenizes text, or stops and reports over (with the
+// count so far) once text surely has more than limit tokens.
+func encodeBounded(tok *tokenize.Tokenizer, text string, addSpecial bool, limit int) (ids []uint32, over bool, counted int) {
+	if len(text) <= bytesPerTokenBound*limit {
+		return tok.Encode(nil, text, addSpecial), false, 0
+	}
+	var scratch []uint32
+	windows := 0
+	for pos := 0; pos < len(text); {
+		end := cutWindow(text, pos)
+		scratch = tok.Encode(scratch[:0], text[pos:end], false)
+		counted += len(scratch)
+		windows++
+		if counted > limit+windowSlack*windows {
+			return nil, true, counted - windowSlack*windows
+		}
+		pos = end
+	}
+	return tok.Encode(nil, text, addSpecial), false, 0
+}
+
+// cutWindow returns the end of the window from pos: about countWindow
+// bytes, cut in its second half before a space between two words (where
+// the pre-tokenizer cuts too: the next window starts " word" as the word
+// does in the whole text), or else at a rune start.
+func cutWindow(text string, pos int) int {
+	end := pos + countWindow
+	if end >= len(text)-1 {
+		return len(text)
+	}
+	for i := end; i > pos+countWindow/2; i-- {
+		if text[i] == ' ' && text[i-1] > ' ' && text[i+1] > ' ' {
+			return i
+		}
+	}
+	for end > pos+1 && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	return end
+}
