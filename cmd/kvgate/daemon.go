@@ -76,7 +76,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		admin.RegisterPassthrough(reg, httpPool)
 	}
 	gw := &gateway.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
-		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool}
+		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool,
+		MaxModelLen: c.maxModelLen}
 	c.http.Logger = log
 	d.http = httpx.NewServer(c.http, gw)
 	go func() { d.served <- d.http.Serve() }()
@@ -122,7 +123,7 @@ func (d *daemon) startSims(c *config) ([]string, error) {
 	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = "Qwen/Qwen3-8B", profile, c.simGPUBlocks
 	cfg.Rank.CPUBlocks, cfg.Rank.DiskBlocks = c.simCPUBlocks, c.simDiskBlocks
 	if c.maxModelLen > 0 {
-		cfg.Rank.MaxModelLen = c.maxModelLen + 1<<16
+		cfg.Rank.MaxModelLen = c.maxModelLen // the gateway holds requests to the same context
 	}
 	cfg.Speed, cfg.Secret, cfg.Logger = c.simSpeed, c.secret, d.log
 	if d.sims, err = sim.StartLocal(c.simEngines, cfg, "sim"); err != nil {
