@@ -25,10 +25,13 @@ const (
 	StateReady
 	StateDraining // GOAWAY received: no new requests
 	StateDown
+	// StateUnresponsive: connected, but a PING went unanswered for
+	// PingTimeout; ready again at the engine's next frame.
+	StateUnresponsive
 )
 
 func (s State) String() string {
-	names := [...]string{"connecting", "ready", "draining", "down"}
+	names := [...]string{"connecting", "ready", "draining", "down", "unresponsive"}
 	if int(s) < 0 || int(s) >= len(names) {
 		return fmt.Sprintf("state(%d)", int32(s))
 	}

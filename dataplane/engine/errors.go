@@ -3,11 +3,20 @@ package engine
 import "errors"
 
 var (
-	// ErrEngineDown is returned to streams whose engine connection failed.
+	// ErrEngineDown is returned to streams whose engine connection failed,
+	// or whose engine stopped answering (ErrUnresponsive wraps it): a
+	// request that has had no token yet may be re-routed.
 	ErrEngineDown = errors.New("engine: connection lost")
 	// ErrNotReady is returned when the engine takes no new requests.
 	ErrNotReady = errors.New("engine: not ready")
 	// ErrSilent ends a session whose engine sent nothing, not even PONG,
-	// for three PING intervals.
-	ErrSilent = errors.New("engine: silent for three ping intervals")
+	// for Config.DropAfter after a PING.
+	ErrSilent = errors.New("engine: silent past the drop-after time")
+	// ErrUnresponsive ends the open streams of an engine that answered no
+	// PING for Config.PingTimeout. Errors that carry it also match
+	// ErrEngineDown.
+	ErrUnresponsive = errors.New("engine: unresponsive")
+	// ErrTokenTimeout ends a started stream that had no frame for
+	// Config.TokenTimeout.
+	ErrTokenTimeout = errors.New("engine: no token within the token timeout")
 )

@@ -12,19 +12,48 @@ import (
 	"github.com/kvgate/kvgate/wire"
 )
 
-// Config configures the engine pool.
+// Config configures the engine pool. Health (health.go): the router PINGs
+// each engine every PingInterval; an engine that sends nothing, not even
+// PONG, for PingTimeout after a PING is unresponsive: not ready, and its
+// open streams end with ErrUnresponsive (which wraps ErrEngineDown, so a
+// request before its first token is re-routed) and are cancelled on it.
+// The first frame it sends makes it ready again on the same connection;
+// after DropAfter of silence the connection is dropped and redialed.
 type Config struct {
 	RouterID     string
 	Secret       []byte
 	DialTimeout  time.Duration
 	PingInterval time.Duration
+	PingTimeout  time.Duration
+	DropAfter    time.Duration
+	// TokenTimeout ends a stream that has had its first token and then
+	// nothing for this long (ErrTokenTimeout), and cancels it on the
+	// engine; 0: no bound.
+	TokenTimeout time.Duration
+	// WriteTimeout bounds each write to an engine; a write that takes
+	// longer ends the connection.
+	WriteTimeout time.Duration
 	Limits       wire.Limits
 	Logger       *slog.Logger
 }
 
 // DefaultConfig returns the pool defaults.
 func DefaultConfig() Config {
-	return Config{RouterID: "kvgate", DialTimeout: 5 * time.Second, PingInterval: 5 * time.Second, Limits: wire.DefaultLimits()}
+	return Config{RouterID: "kvgate", DialTimeout: 5 * time.Second, PingInterval: time.Second, PingTimeout: 3 * time.Second,
+		DropAfter: 30 * time.Second, TokenTimeout: time.Minute, WriteTimeout: 10 * time.Second, Limits: wire.DefaultLimits()}
+}
+
+// Validate reports settings the pool cannot run with.
+func (c *Config) Validate() error {
+	switch {
+	case c.DialTimeout <= 0 || c.PingInterval <= 0 || c.WriteTimeout <= 0:
+		return fmt.Errorf("engine: dial timeout %v, ping interval %v and write timeout %v must be positive", c.DialTimeout, c.PingInterval, c.WriteTimeout)
+	case c.PingTimeout <= 0 || c.DropAfter < c.PingTimeout:
+		return fmt.Errorf("engine: ping timeout %v must be positive and drop-after %v at least as long", c.PingTimeout, c.DropAfter)
+	case c.TokenTimeout < 0:
+		return fmt.Errorf("engine: token timeout %v is negative", c.TokenTimeout)
+	}
+	return c.Limits.Validate()
 }
 
 // Pool is the set of engines a router knows, with the shared KV index.
@@ -45,10 +74,21 @@ type poolMetrics struct {
 }
 
 // NewPool connects to every address (in the background, reconnecting).
+// Zero durations in cfg take their defaults (TokenTimeout 0 stays off);
+// Validate first to refuse them instead.
 func NewPool(cfg Config, index *kvstore.Index, addrs []string) *Pool {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	def := DefaultConfig()
+	for _, d := range []struct{ v, def *time.Duration }{{&cfg.DialTimeout, &def.DialTimeout},
+		{&cfg.PingInterval, &def.PingInterval}, {&cfg.PingTimeout, &def.PingTimeout},
+		{&cfg.DropAfter, &def.DropAfter}, {&cfg.WriteTimeout, &def.WriteTimeout}} {
+		if *d.v <= 0 {
+			*d.v = *d.def
+		}
+	}
+	cfg.DropAfter = max(cfg.DropAfter, cfg.PingTimeout)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{cfg: cfg, log: cfg.Logger, index: index, cancel: cancel, hashers: map[kvstore.HashConfig]*kvstore.Hasher{}}
 	for _, a := range addrs {

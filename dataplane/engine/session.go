@@ -42,6 +42,10 @@ func (e *Engine) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dialing: %w", err)
 	}
+	// netpoll takes a write timeout at the start of each write, so this
+	// one applies to every write (a read deadline set while the read loop
+	// already waits would not: the watcher times reads instead).
+	_ = nc.SetWriteTimeout(e.pool.cfg.WriteTimeout)
 	// wire.Client honours only its context's deadline; closing the socket
 	// when the pool closes (or the deadline passes) ends a handshake that
 	// an engine holds open.
@@ -72,10 +76,14 @@ func (e *Engine) session(ctx context.Context) error {
 	e.state.Store(int32(StateReady))
 	e.log.Info("engine connected", "engine", e.Addr, "id", info.ID, "models", info.Models,
 		"block_size", info.BlockSize, "dp_ranks", info.DPRanks)
-	stop, silent := make(chan struct{}), make(chan struct{})
-	defer close(stop)
+	stop, silent, watched := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var heard atomic.Uint64
-	go e.keepAlive(c, stop, &heard, silent)
+	go func() { defer close(watched); e.watch(c, stop, &heard, silent) }()
+	defer func() { // the watcher never outlives its session: it changes the engine's state
+		close(stop)
+		_ = c.Close() // a write it has under way fails now
+		<-watched
+	}()
 	err = e.readLoop(ctx, c, &heard)
 	select {
 	case <-silent:
@@ -140,39 +148,8 @@ func firstModel(ms []string) string {
 	return ms[0]
 }
 
-// silentPings is how many PING intervals may pass without a frame from
-// the engine (a healthy one answers every PING) before it is dropped.
-const silentPings = 3
-
-// keepAlive PINGs the engine every PingInterval and closes the connection
-// when nothing at all arrived (heard did not move) for silentPings
-// intervals, closing silent first. It never touches the read deadline: the
-// read loop owns the connection's reads.
-func (e *Engine) keepAlive(c *wire.Conn, stop <-chan struct{}, heard *atomic.Uint64, silent chan<- struct{}) {
-	t := time.NewTicker(e.pool.cfg.PingInterval)
-	defer t.Stop()
-	last, quiet := heard.Load(), 0
-	for n := uint64(1); ; n++ {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		if h := heard.Load(); h != last {
-			last, quiet = h, 0
-		} else if quiet++; quiet >= silentPings {
-			close(silent)
-			_ = c.Close() // the read loop returns
-			return
-		}
-		if err := c.Send(0, &wire.Ping{Data: n}); err != nil {
-			return
-		}
-	}
-}
-
 // readLoop dispatches frames until the connection fails.
-// Every frame read counts in heard, for keepAlive.
+// Every frame read counts in heard, for the watcher.
 func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint64) error {
 	lim := &e.pool.cfg.Limits
 	var tok wire.TokensMsg

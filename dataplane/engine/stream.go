@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/kvgate/kvgate/wire"
 )
@@ -35,6 +37,14 @@ type Stream struct {
 	queue  []Event
 	ready  chan struct{} // capacity 1: "queue is not empty"
 	closed bool          // the last event is queued; guarded by e.mu for the stream table
+
+	// started (first token seen) and frames (frames delivered) are set by
+	// the read loop; the session's watcher compares frames with seen, its
+	// own, to time the gap between tokens.
+	started    atomic.Bool
+	frames     atomic.Uint64
+	seen       uint64
+	quietSince time.Time
 }
 
 // Ready is signalled when events wait to be taken.
@@ -69,8 +79,15 @@ func (s *Stream) push(ev Event) {
 	}
 }
 
-// Generate sends a GENERATE and returns its stream.
+// Generate sends a GENERATE and returns its stream. A GENERATE over the
+// pool's wire limits is refused here (an error wrapping wire.ErrLimit or
+// wire.ErrFrameTooLarge) and never sent: the engine would refuse it too,
+// or, for a frame over its limit, end the connection and every stream on
+// it.
 func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
+	if err := g.CheckLimits(&e.pool.cfg.Limits); err != nil {
+		return nil, fmt.Errorf("engine %s: %w", e.Addr, err)
+	}
 	e.mu.Lock()
 	if e.State() != StateReady || e.conn == nil {
 		e.mu.Unlock()
@@ -93,7 +110,11 @@ func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 		e.mu.Lock()
 		delete(e.streams, s.id)
 		e.mu.Unlock()
-		return nil, fmt.Errorf("sending GENERATE to %s: %w", e.Addr, err)
+		if c.Err() != nil { // the write failed (or timed out): the connection is done
+			_ = c.Close()
+			return nil, fmt.Errorf("sending GENERATE to %s: %w: %w", e.Addr, ErrEngineDown, err)
+		}
+		return nil, fmt.Errorf("sending GENERATE to %s: %w", e.Addr, err) // this request did not encode
 	}
 	return s, nil
 }
@@ -122,14 +143,43 @@ func (e *Engine) endStream(id uint32, err error) { e.deliver(id, Event{Last: tru
 func (e *Engine) deliver(id uint32, ev Event) {
 	e.mu.Lock()
 	s, ok := e.streams[id]
+	ended := ok && s.closed // ended here already (abandon): only the engine's end is awaited
 	if ok && ev.Last {
 		delete(e.streams, id)
 		s.closed = true
 	}
 	e.mu.Unlock()
-	if ok { // else cancelled and forgotten, or never ours: the protocol says ignore
+	if ok && !ended { // else cancelled and forgotten, or never ours: the protocol says ignore
+		if ev.First {
+			s.started.Store(true)
+		}
+		s.frames.Add(1)
 		s.push(ev)
 	}
+}
+
+// abandon ends the open streams that pick chooses with err, for their
+// consumers, and sends CANCEL (reason) for each on c. Each stays in the
+// table, its id not reused, until the engine ends it (PROTOCOL.md 5); what
+// the engine still sends for it is dropped. It returns how many it ended.
+func (e *Engine) abandon(c *wire.Conn, pick func(*Stream) bool, err error, reason wire.CancelReason) int {
+	e.mu.Lock()
+	var ended []*Stream
+	for _, s := range e.streams {
+		if !s.closed && pick(s) {
+			s.closed = true
+			ended = append(ended, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range ended {
+		s.push(Event{Last: true, Err: err})
+		_ = c.Queue(s.id, &wire.Cancel{Reason: reason})
+	}
+	if len(ended) > 0 && c.Flush() != nil {
+		_ = c.Close() // the write failed or timed out: the session ends
+	}
+	return len(ended)
 }
 
 // failStreams ends every open stream after the connection failed.
@@ -138,11 +188,15 @@ func (e *Engine) failStreams(err error) {
 	streams := e.streams
 	e.streams = make(map[uint32]*Stream)
 	e.conn = nil
+	var open []*Stream
 	for _, s := range streams {
-		s.closed = true
+		if !s.closed {
+			s.closed = true
+			open = append(open, s)
+		}
 	}
 	e.mu.Unlock()
-	for _, s := range streams {
+	for _, s := range open {
 		s.push(Event{Last: true, Err: fmt.Errorf("%w: %v", ErrEngineDown, err)})
 	}
 }

@@ -225,7 +225,9 @@ func TestPing(t *testing.T) {
 	})
 	t.Run("unanswered PINGs drop the engine", func(t *testing.T) {
 		eng := ttStartEngine(t, ttHandshake("e"), nil)
-		p, _ := ttPool(t, func(c *Config) { c.PingInterval = 20 * time.Millisecond }, eng.addr)
+		p, _ := ttPool(t, func(c *Config) {
+			c.PingInterval, c.PingTimeout, c.DropAfter = 20*time.Millisecond, 60*time.Millisecond, 200*time.Millisecond
+		}, eng.addr)
 		e := p.Engines()[0]
 		c := eng.accept(t)
 		ttReady(t, e)
