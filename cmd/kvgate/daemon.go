@@ -55,6 +55,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	index := kvstore.New(kvstore.Options{})
 	pcfg := engine.DefaultConfig()
 	pcfg.Secret, pcfg.Logger = c.secret, log
+	c.engine.apply(&pcfg)
 	d.pool = engine.NewPool(pcfg, index, addrs)
 	router := route.New(d.pool, c.policy, c.weights)
 	if d.ring, err = startRing(&c.ring, d.pool, router, index, log); err != nil {

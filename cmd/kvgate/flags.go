@@ -42,6 +42,7 @@ type config struct {
 	logLevel            slog.Level
 	checkOnly           bool
 	ring                ringFlags
+	engine              engineFlags
 	httpEngines         []string
 	steering            string
 }
@@ -88,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line")
 	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
 	c.ring.register(fs)
+	c.engine.register(fs)
 	fs.Func("http-engine", "an OpenAI-compatible HTTP engine, http://HOST:PORT (repeatable, or comma-separated): routed by approximate prefix, requests forwarded unchanged", func(v string) error {
 		for _, u := range strings.Split(v, ",") {
 			if u = strings.TrimSpace(u); u != "" {
@@ -147,6 +149,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := c.ring.check(c.engines); err != nil {
+		return nil, err
+	}
+	if err := c.engine.check(); err != nil {
 		return nil, err
 	}
 	c.http.Addr = c.listen
