@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +19,7 @@ type fleetEngine struct {
 	enc   vllmtest.Encoding
 	opts  []vllmtest.Option
 	flags []string // the bridge's, beyond the common ones
+	loras map[string]uint32 // its adapters' wire ids, as its --lora flags number them
 	f     *vllmtest.Fake
 	addr  string // the bridge's wire listener: kvgate's name for the engine
 	admin string // the bridge's admin listener
@@ -49,7 +49,7 @@ func TestBridgeFleetTiers(t *testing.T) {
 		{id: "vllm-a", enc: vllmtest.Positional, opts: []vllmtest.Option{vllmtest.WithOffload(fleetCPUBlocks, false)}},
 		{id: "vllm-b", enc: vllmtest.Tagged, opts: []vllmtest.Option{vllmtest.WithOffload(fleetCPUBlocks, true)}},
 		{id: "vllm-c", enc: vllmtest.Tagged, opts: []vllmtest.Option{vllmtest.WithLoRA("sql-adapter", 7), vllmtest.WithLoRA("chat-adapter", 0)},
-			flags: []string{"--lora", "sql-adapter=7", "--lora", "chat-adapter"}},
+			flags: []string{"--lora", "sql-adapter=7", "--lora", "chat-adapter"}, loras: map[string]uint32{"sql-adapter": 1, "chat-adapter": 2}},
 	}
 	var addrs []string
 	for i, e := range engines {
@@ -83,9 +83,9 @@ func TestBridgeFleetTiers(t *testing.T) {
 	// (reset_prefix_cache, which the bridge passes on as a clear of every
 	// tier) and serve afresh, so the index can hold all they hold.
 	checkFor(t, 60*time.Second, 50*time.Millisecond, func() error {
-		st := indexTiers(t, admin)
+		st := indexSets(t, admin)
 		for _, e := range engines {
-			if st[e.addr] == ([3]uint64{}) {
+			if st[e.addr].Blocks == ([3]uint64{}) {
 				e.serve(4)
 				return fmt.Errorf("no KV event of %s reached kvgate's index yet (index %v; bridge: %s)", e.id, st, bridgeEvents(e.admin))
 			}
@@ -271,28 +271,27 @@ func tiersOf(engines []*fleetEngine) string {
 }
 
 // waitTiers waits until kvgate's index holds, per engine, the GPU and CPU
-// blocks its fake holds (and none on disk). With nudge, each failed look
-// serves one more prompt on the engines that differ: a batch published
-// while a subscription was landing shows missing only when the next comes.
+// blocks its fake holds, hash for hash (and none on disk). With nudge,
+// each failed look serves one more prompt on the engines that differ: a
+// batch published while a subscription was landing shows missing only
+// when the next comes.
 func waitTiers(t *testing.T, admin string, engines []*fleetEngine, nudge bool) {
 	t.Helper()
 	checkFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		st := indexTiers(t, admin)
+		st := indexSets(t, admin)
 		var diffs []string
 		for _, e := range engines {
-			want := [3]uint64{uint64(e.f.Blocks()), uint64(e.f.CPUBlocks()), 0}
-			if st[e.addr] != want {
-				diffs = append(diffs, fmt.Sprintf("%s: index %v, engine %v", e.id, st[e.addr], want))
+			if err := sameSet(st[e.addr], engineSet(t, e.f, e.loras)); err != nil {
+				diffs = append(diffs, fmt.Sprintf("%s: %v", e.id, err))
 				if nudge {
 					e.serve(2)
 				}
 			}
 		}
 		if len(diffs) > 0 {
-			return fmt.Errorf("kvgate's index (GPU, CPU, disk) differs: %s", strings.Join(diffs, "; "))
+			return fmt.Errorf("kvgate's index differs: %s", strings.Join(diffs, "; "))
 		}
-		// The same blocks, not only as many: a block in both tiers is one
-		// block of the bridge's table.
+		// A block in both tiers is one block of the bridge's table.
 		for _, e := range engines {
 			distinct := e.f.Blocks() + e.f.CPUBlocks() - e.f.BothTiers()
 			if got := metricValue(e.admin, "kvgate_bridge_blocks "); got != fmt.Sprint(distinct) {
@@ -301,37 +300,6 @@ func waitTiers(t *testing.T, admin string, engines []*fleetEngine, nudge bool) {
 		}
 		return nil
 	})
-}
-
-// indexTiers is kvgate's index per engine (its address): blocks per tier (GPU, CPU,
-// disk) from /debug/state, its ranks summed.
-func indexTiers(t *testing.T, admin string) map[string][3]uint64 {
-	t.Helper()
-	r, err := http.Get(admin + "/debug/state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	var st struct {
-		Index struct {
-			Engines []struct {
-				Engine string
-				Blocks [3]uint64
-			} `json:"engines"`
-		} `json:"index"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][3]uint64{}
-	for _, e := range st.Index.Engines {
-		v := out[e.Engine]
-		for i, n := range e.Blocks {
-			v[i] += n
-		}
-		out[e.Engine] = v
-	}
-	return out
 }
 
 // metricValue is the value of the line of admin's /metrics starting with

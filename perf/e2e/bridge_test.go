@@ -17,7 +17,8 @@ import (
 // ZMQ KV events, newer encoding). A streamed completion goes through with a
 // token-id prompt; the engine's events fill kvgate's index; a repeated
 // prefix is reported cached; evictions (BlockRemoved with engine hashes)
-// leave the index; a batch missed on the PUB socket is replayed.
+// leave the index; a batch missed on the PUB socket is replayed. After
+// each phase the index holds the engine's blocks, hash for hash.
 func TestBridgeToFakeVLLM(t *testing.T) {
 	for _, enc := range []vllmtest.Encoding{vllmtest.Tagged, vllmtest.Positional} {
 		t.Run(fmt.Sprint(enc), func(t *testing.T) { bridgeScenario(t, enc) })
@@ -63,7 +64,7 @@ func bridgeScenario(t *testing.T, enc vllmtest.Encoding) {
 		i++
 		return fmt.Errorf("no KV event reached kvgate's index after %d completions", i-1)
 	})
-	waitIndex(t, admin, f)
+	waitIndex(t, admin, addr, f)
 
 	// The same prefix again: the engine serves it from cache and says so.
 	_, body = post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": text(0) + " Again.", "max_tokens": 2})
@@ -82,14 +83,14 @@ func bridgeScenario(t *testing.T, enc vllmtest.Encoding) {
 	if f.Blocks() != 48 {
 		t.Fatalf("fake holds %d blocks, want a full cache of 48", f.Blocks())
 	}
-	waitIndex(t, admin, f)
+	waitIndex(t, admin, addr, f)
 
 	// A batch lost on the PUB socket: the next batch shows the gap and the
 	// bridge replays the missing one.
 	f.DropNext(1, false)
 	complete(t, base, text(30), 1)
 	complete(t, base, text(31), 1)
-	waitIndex(t, admin, f)
+	waitIndex(t, admin, addr, f)
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_event_batches_replayed_total ", " 1")
 
 	// Lost for good (not in the replay buffer): the bridge tells kvgate to
@@ -114,15 +115,11 @@ func complete(t *testing.T, base, prompt string, maxTokens int) {
 	}
 }
 
-// waitIndex waits until kvgate's index holds as many blocks as the engine.
-func waitIndex(t *testing.T, admin string, f *vllmtest.Fake) {
+// waitIndex waits until kvgate's index of the engine at addr holds the
+// engine's blocks: the same hashes, not only as many (bridge_sets_test.go).
+func waitIndex(t *testing.T, admin, addr string, f *vllmtest.Fake) {
 	t.Helper()
-	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
-		if got, want := indexBlocks(t, admin), f.Blocks(); got != want {
-			return fmt.Errorf("kvgate's index holds %d blocks, the engine %d", got, want)
-		}
-		return nil
-	})
+	waitSet(t, admin, addr, f, nil, nil)
 }
 
 // indexBlocks is the blocks kvgate's index holds, all engines and tiers,
