@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,8 +10,11 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// bpe is a byte-level BPE model: merges apply to token ids, lowest rank
-// first and leftmost first among equals, as Hugging Face tokenizers do.
+// bpe is a BPE model: merges apply to token ids, lowest rank first and
+// leftmost first among equals, as Hugging Face tokenizers do. A byte-level
+// model (behind a ByteLevel pre-tokenizer) starts each piece from bytes; a
+// SentencePiece-style one (chars non-nil) from characters, with byte
+// fallback and the unknown token for characters outside the vocabulary.
 // Results per pre-token are cached.
 type bpe struct {
 	vocab        map[string]uint32
@@ -19,37 +23,35 @@ type bpe struct {
 	merges       mergeTable        // (left, right) -> (rank, merged id)
 	byteRank     []uint32          // rank of merging bytes a, b at a<<8|b; noRank if none
 	ignoreMerges bool              // a pre-token that is itself in the vocabulary is one token
+	chars        *charSymbols      // non-nil: symbols start as characters
 	cache        pieceCache
 }
 
-func newBPE(m *modelJSON) (*bpe, error) {
+func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 	switch {
 	case m.Type != "BPE":
-		return nil, unsupported("model type %q (only BPE)", m.Type)
+		return nil, unsupported("model type %q (only BPE; Unigram, WordPiece and WordLevel are not implemented)", m.Type)
 	case m.Dropout != nil && *m.Dropout != 0:
 		return nil, unsupported("BPE dropout %v", *m.Dropout)
 	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
 		return nil, unsupported("BPE continuing_subword_prefix %q", *m.ContinuingSubwordPrefix)
 	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
 		return nil, unsupported("BPE end_of_word_suffix %q", *m.EndOfWordSuffix)
-	case m.ByteFallback:
-		return nil, unsupported("BPE byte_fallback (SentencePiece-style models)")
 	}
-	b := &bpe{vocab: m.Vocab, ignoreMerges: m.IgnoreMerges}
-	if b.ignoreMerges {
-		b.rawVocab = make(map[string]uint32, len(m.Vocab))
-		for s, id := range m.Vocab {
-			if raw, ok := appendRawBytes(nil, s); ok {
-				b.rawVocab[string(raw)] = id
-			}
-		}
+	var vocab map[string]uint32
+	if err := json.Unmarshal(m.Vocab, &vocab); err != nil || vocab == nil {
+		return nil, fmt.Errorf("%w: BPE vocab is not an object of token ids", ErrInvalid)
 	}
-	for c := range 256 {
-		id, ok := m.Vocab[string(byteToRune[c])]
-		if !ok {
-			return nil, unsupported("BPE vocabulary without byte %#02x: not a byte-level vocabulary", c)
+	b := &bpe{vocab: vocab, ignoreMerges: m.IgnoreMerges}
+	if byteLevel {
+		if err := b.setBytes(); err != nil {
+			return nil, err
 		}
-		b.byteID[c] = id
+	} else {
+		var err error
+		if b.chars, err = newCharSymbols(vocab, m); err != nil {
+			return nil, err
+		}
 	}
 	pairs, err := parseMerges(m.Merges)
 	if err != nil {
@@ -57,9 +59,9 @@ func newBPE(m *modelJSON) (*bpe, error) {
 	}
 	b.merges = newMergeTable(len(pairs))
 	for rank, p := range pairs {
-		l, okL := m.Vocab[p[0]]
-		r, okR := m.Vocab[p[1]]
-		merged, okM := m.Vocab[p[0]+p[1]]
+		l, okL := vocab[p[0]]
+		r, okR := vocab[p[1]]
+		merged, okM := vocab[p[0]+p[1]]
 		if !okL || !okR || !okM {
 			return nil, fmt.Errorf("%w: merge %d (%q %q) names tokens outside the vocabulary", ErrInvalid, rank, p[0], p[1])
 		}
@@ -67,8 +69,37 @@ func newBPE(m *modelJSON) (*bpe, error) {
 			return nil, err
 		}
 	}
-	// Every piece starts as bytes: the first round of lookups, about a
-	// third of all, reads a 256 KB array instead of the hash table.
+	if byteLevel {
+		b.setByteRanks()
+	}
+	return b, nil
+}
+
+// setBytes finds the id of every byte's spelling, which a byte-level
+// vocabulary must have.
+func (b *bpe) setBytes() error {
+	if b.ignoreMerges {
+		b.rawVocab = make(map[string]uint32, len(b.vocab))
+		for s, id := range b.vocab {
+			if raw, ok := appendRawBytes(nil, s); ok {
+				b.rawVocab[string(raw)] = id
+			}
+		}
+	}
+	for c := range 256 {
+		id, ok := b.vocab[string(byteToRune[c])]
+		if !ok {
+			return unsupported("BPE vocabulary without byte %#02x: not a byte-level vocabulary", c)
+		}
+		b.byteID[c] = id
+	}
+	return nil
+}
+
+// setByteRanks fills the dense table of byte-pair ranks: every piece
+// starts as bytes, so the first round of lookups, about a third of all,
+// reads a 256 KB array instead of the hash table.
+func (b *bpe) setByteRanks() {
 	b.byteRank = make([]uint32, 1<<16)
 	for i := range b.byteRank {
 		r, ok := b.merges.rank(b.byteID[i>>8], b.byteID[i&0xff])
@@ -77,7 +108,6 @@ func newBPE(m *modelJSON) (*bpe, error) {
 		}
 		b.byteRank[i] = r
 	}
-	return b, nil
 }
 
 // noRank marks a pair that does not merge.
@@ -85,14 +115,18 @@ const noRank = ^uint32(0)
 
 // encodePiece appends the ids of one pre-token.
 func (b *bpe) encodePiece(dst []uint32, piece string) []uint32 {
-	if len(piece) == 1 {
+	if len(piece) == 1 && b.chars == nil {
 		return append(dst, b.byteID[piece[0]])
 	}
 	if ids, ok := b.cache.get(piece); ok {
 		return append(dst, ids...)
 	}
 	start := len(dst)
-	dst = b.merge(dst, piece)
+	if b.chars != nil {
+		dst = b.mergeChars(dst, piece)
+	} else {
+		dst = b.merge(dst, piece)
+	}
 	b.cache.put(piece, dst[start:])
 	return dst
 }
@@ -133,6 +167,12 @@ func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 		}
 	}
 	q.init()
+	return b.mergeQueued(dst, syms, next, prev, &q)
+}
+
+// mergeQueued merges the queued pairs of the symbol list syms (linked by
+// next and prev, starting at 0) until none is left, and appends the result.
+func (b *bpe) mergeQueued(dst, syms []uint32, next, prev []int32, q *pairQueue) []uint32 {
 	for len(q.keys) > 0 {
 		rank, pos := q.min()
 		r := next[pos]
@@ -143,9 +183,9 @@ func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 			prev[nr] = pos
 		}
 		q.remove(r) // its symbol is gone
-		b.requeue(&q, syms, pos, nr)
+		b.requeue(q, syms, pos, nr)
 		if p := prev[pos]; p >= 0 {
-			b.requeue(&q, syms, p, pos)
+			b.requeue(q, syms, p, pos)
 		}
 	}
 	for i := int32(0); i >= 0; i = next[i] {

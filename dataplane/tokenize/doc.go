@@ -1,16 +1,24 @@
 // Package tokenize turns prompts into the token ids a model's own Hugging
 // Face tokenizer produces, in process, so kvgate hashes exactly the blocks
-// the engine will cache. It loads a model's tokenizer.json and
-// tokenizer_config.json (LoadDir) or the built-in Qwen3 tokenizer
-// (Builtin), and provides:
+// the engine will cache. It loads a model's tokenizer.json,
+// tokenizer_config.json and chat_template.jinja (LoadDir) or the built-in
+// Qwen3 tokenizer (Builtin), and provides:
 //
-//   - byte-level BPE with the model's normaliser, pre-tokenizer splits and
-//     added (special) tokens, checked against Hugging Face's own
-//     implementation by golden vectors (testdata/);
+//   - BPE in both of the forms models ship: byte-level (Qwen2/2.5/3,
+//     Llama 3, DeepSeek: the model's normaliser, pre-tokenizer splits) and
+//     SentencePiece style (Llama 2, Mistral, Gemma: characters with
+//     byte_fallback and fused unknowns, the Prepend and Replace
+//     normalisers, Metaspace, literal Split), with added (special) tokens,
+//     checked against Hugging Face's own implementation by golden vectors
+//     (testdata/) and, on the full files, by perf/e2e;
+//   - decoding by the model's decoder (ByteLevel, or Replace, ByteFallback,
+//     Fuse, Strip and Metaspace in sequence);
 //   - the model's chat template (Jinja) and EncodeChat,
 //     which caches the tokens of a conversation's long leading segments so
 //     later turns only tokenize what is new;
 //   - streaming detokenization that never splits a UTF-8 sequence.
 //
-// Tokenizers other than byte-level BPE are refused by name at load.
+// Anything else (Unigram and WordPiece models, the Precompiled
+// SentencePiece charsmap, Regex Replace patterns) is refused by name at
+// load.
 package tokenize

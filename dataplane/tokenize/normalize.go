@@ -9,9 +9,10 @@ import (
 
 // normalizer rewrites text before pre-tokenization. normalize returns s
 // itself when nothing changes, which is the common case, so most calls do
-// not allocate.
+// not allocate; a rewrite that always changes the text (Prepend, Replace)
+// builds it in the arena, when there is one.
 type normalizer interface {
-	normalize(s string) string
+	normalize(s string, a *textArena) string
 }
 
 func newNormalizer(c *componentJSON) (normalizer, error) {
@@ -29,6 +30,8 @@ func newNormalizer(c *componentJSON) (normalizer, error) {
 		return unicodeForm{norm.NFKD, false}, nil
 	case "Lowercase":
 		return lowercase{}, nil
+	case "Prepend", "Replace", "Precompiled":
+		return newSentencePieceNormalizer(c)
 	case "Sequence":
 		var seq sequenceNormalizer
 		for i, sub := range c.Normalizers {
@@ -52,7 +55,7 @@ type unicodeForm struct {
 	composing bool
 }
 
-func (u unicodeForm) normalize(s string) string {
+func (u unicodeForm) normalize(s string, _ *textArena) string {
 	if !u.composing {
 		return u.whole(s)
 	}
@@ -119,13 +122,13 @@ func stableLen(s string) int {
 
 type lowercase struct{}
 
-func (lowercase) normalize(s string) string { return strings.ToLower(s) }
+func (lowercase) normalize(s string, _ *textArena) string { return strings.ToLower(s) }
 
 type sequenceNormalizer []normalizer
 
-func (seq sequenceNormalizer) normalize(s string) string {
+func (seq sequenceNormalizer) normalize(s string, a *textArena) string {
 	for _, n := range seq {
-		s = n.normalize(s)
+		s = n.normalize(s, a)
 	}
 	return s
 }

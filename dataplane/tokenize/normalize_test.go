@@ -30,7 +30,7 @@ func checkNormalize(t *testing.T, s string) {
 	t.Helper()
 	for _, f := range []norm.Form{norm.NFC, norm.NFKC, norm.NFD, norm.NFKD} {
 		u := unicodeForm{form: f, composing: f == norm.NFC || f == norm.NFKC}
-		if got, want := u.normalize(s), f.String(s); got != want {
+		if got, want := u.normalize(s, nil), f.String(s); got != want {
 			t.Fatalf("form %d of %q: %q, want %q", f, s, got, want)
 		}
 	}

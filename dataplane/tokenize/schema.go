@@ -54,10 +54,25 @@ type componentJSON struct {
 	Pattern  *patternJSON `json:"pattern"`
 	Behavior string       `json:"behavior"`
 	Invert   bool         `json:"invert"`
-	// ByteLevel.
-	AddPrefixSpace bool  `json:"add_prefix_space"`
+	// ByteLevel (and Metaspace, which refuses add_prefix_space false
+	// unless prepend_scheme is "never").
+	AddPrefixSpace *bool `json:"add_prefix_space"`
 	TrimOffsets    bool  `json:"trim_offsets"`
 	UseRegex       *bool `json:"use_regex"`
+	// Metaspace (pre-tokenizer and decoder).
+	Replacement   *string `json:"replacement"`
+	PrependScheme *string `json:"prepend_scheme"`
+	Split         *bool   `json:"split"`
+	// Prepend normalizer; Replace normalizer and decoder (with Pattern);
+	// Strip decoder (content, start, stop) and normalizer (strip_left,
+	// strip_right); Precompiled normalizer.
+	Prepend             *string `json:"prepend"`
+	Content             *string `json:"content"`
+	Start               int     `json:"start"`
+	Stop                int     `json:"stop"`
+	StripLeft           bool    `json:"strip_left"`
+	StripRight          bool    `json:"strip_right"`
+	PrecompiledCharsmap *string `json:"precompiled_charsmap"`
 	// TemplateProcessing.
 	Single        []templatePieceJSON         `json:"single"`
 	SpecialTokens map[string]specialTokenJSON `json:"special_tokens"`
@@ -83,16 +98,18 @@ type specialTokenJSON struct {
 }
 
 type modelJSON struct {
-	Type                    string            `json:"type"`
-	Dropout                 *float64          `json:"dropout"`
-	UnkToken                *string           `json:"unk_token"`
-	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-	FuseUnk                 bool              `json:"fuse_unk"`
-	ByteFallback            bool              `json:"byte_fallback"`
-	IgnoreMerges            bool              `json:"ignore_merges"`
-	Vocab                   map[string]uint32 `json:"vocab"`
-	Merges                  json.RawMessage   `json:"merges"`
+	Type                    string   `json:"type"`
+	Dropout                 *float64 `json:"dropout"`
+	UnkToken                *string  `json:"unk_token"`
+	ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
+	FuseUnk                 bool     `json:"fuse_unk"`
+	ByteFallback            bool     `json:"byte_fallback"`
+	IgnoreMerges            bool     `json:"ignore_merges"`
+	// Vocab is a map from token to id for BPE, a list of [piece, score]
+	// for Unigram: it is read once the model type is known.
+	Vocab  json.RawMessage `json:"vocab"`
+	Merges json.RawMessage `json:"merges"`
 }
 
 // parseMerges reads merges in either encoding tokenizers has used: "a b"

@@ -1,13 +1,27 @@
 package tokenize
 
+import "strings"
+
 // Stream detokenizes generated ids incrementally, as streamed API responses
-// need: each Next returns the text completed by the new ids, holding back
-// bytes of a UTF-8 sequence that the next ids may finish (a byte-level
-// token can end mid-character). Not safe for concurrent use.
+// need: each Next returns the text completed by the new ids. For a
+// byte-level tokenizer it holds back bytes of a UTF-8 sequence that the
+// next ids may finish (a token can end mid-character). For a
+// SentencePiece-style one it works as tokenizers' DecodeStream does
+// (src/tokenizer/mod.rs, 3ba8ad0), which vLLM uses: the ids since the
+// last text emitted are decoded together with the ids of that text, and
+// what goes beyond that text is emitted unless it ends in U+FFFD (an
+// unfinished run of byte tokens), so a leading space is stripped only at
+// the start of the stream and a character spelled in byte tokens comes
+// out whole. Not safe for concurrent use.
 type Stream struct {
 	t           *Tokenizer
 	skipSpecial bool
 	pending     []byte
+	// SentencePiece-style: ids decoded as context and new, the text of
+	// the first prefixLen of them (already emitted).
+	ids       []uint32
+	prefix    string
+	prefixLen int
 }
 
 // NewStream returns a streaming detokenizer.
@@ -17,6 +31,12 @@ func (t *Tokenizer) NewStream(skipSpecial bool) *Stream {
 
 // Next appends to dst the text that ids complete.
 func (s *Stream) Next(dst []byte, ids []uint32) []byte {
+	if s.t.dec != nil {
+		for _, id := range ids {
+			dst = s.step(dst, id)
+		}
+		return dst
+	}
 	s.pending = s.t.Decode(s.pending, ids, s.skipSpecial)
 	keep := incompleteTail(s.pending)
 	ready := s.pending[:len(s.pending)-keep]
@@ -26,9 +46,45 @@ func (s *Stream) Next(dst []byte, ids []uint32) []byte {
 	return dst
 }
 
+// step is DecodeStream's step for one id.
+func (s *Stream) step(dst []byte, id uint32) []byte {
+	s.ids = append(s.ids, id)
+	text := s.t.decodeChain(s.ids, s.skipSpecial)
+	if len(text) <= len(s.prefix) || strings.HasSuffix(text, "\uFFFD") {
+		return dst
+	}
+	dst = appendBeyond(dst, text, s.prefix)
+	n := copy(s.ids, s.ids[s.prefixLen:])
+	s.ids = s.ids[:n]
+	s.prefix = s.t.decodeChain(s.ids, s.skipSpecial)
+	s.prefixLen = n
+	return dst
+}
+
+// appendBeyond appends what text has beyond prefix. If text does not start
+// with prefix (a decoder that rewrites earlier text; tokenizers reports
+// an error there) it appends text from the first difference.
+func appendBeyond(dst []byte, text, prefix string) []byte {
+	if strings.HasPrefix(text, prefix) {
+		return append(dst, text[len(prefix):]...)
+	}
+	i := 0
+	for i < len(prefix) && i < len(text) && prefix[i] == text[i] {
+		i++
+	}
+	return append(dst, text[i:]...)
+}
+
 // Flush appends whatever is held back, with any incomplete sequence replaced
 // by U+FFFD, and resets the stream.
 func (s *Stream) Flush(dst []byte) []byte {
+	if s.t.dec != nil {
+		if text := s.t.decodeChain(s.ids, s.skipSpecial); len(text) > len(s.prefix) {
+			dst = appendBeyond(dst, text, s.prefix)
+		}
+		s.ids, s.prefix, s.prefixLen = s.ids[:0], "", 0
+		return dst
+	}
 	dst = append(dst, toValidUTF8(string(s.pending))...)
 	s.pending = s.pending[:0]
 	return dst

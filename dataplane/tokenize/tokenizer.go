@@ -14,17 +14,22 @@ type Tokenizer struct {
 	model       *bpe
 	norm        normalizer
 	splitters   []splitter // applied in order; nil: a segment is one piece
+	meta        *metaspace // SentencePiece's pre-tokenizer, after the splitters
 	prefixSpace bool
-	raw         *addedMatcher // added tokens matched on the input
-	normed      *addedMatcher // added tokens matched after normalization
-	added       map[uint32]*AddedToken
-	byContent   map[string]*AddedToken
-	spelling    [][]byte // raw bytes of each vocabulary id
-	prefix      []uint32 // post-processor ids before a single sequence
-	suffix      []uint32 // and after it
-	vocabSize   int
-	segs        segmentCache
-	noSegCache  bool // benchmarks of the tokenizer itself turn the cache off
+	// firstDiffers: the input's first segment encodes differently from
+	// the same text elsewhere (a prefix space or Metaspace's "first").
+	firstDiffers bool
+	dec          *decodeChain  // nil: byte-level decoding
+	raw          *addedMatcher // added tokens matched on the input
+	normed       *addedMatcher // added tokens matched after normalization
+	added        map[uint32]*AddedToken
+	byContent    map[string]*AddedToken
+	spelling     [][]byte // raw bytes of each vocabulary id (byte-level), its string otherwise
+	prefix       []uint32 // post-processor ids before a single sequence
+	suffix       []uint32 // and after it
+	vocabSize    int
+	segs         segmentCache
+	noSegCache   bool // benchmarks of the tokenizer itself turn the cache off
 
 	// Config holds what tokenizer_config.json said.
 	Config Config
@@ -38,7 +43,14 @@ type Config struct {
 	HasChat        bool
 }
 
-// LoadDir reads tokenizer.json and tokenizer_config.json (optional) from dir.
+// LoadDir reads tokenizer.json, tokenizer_config.json (optional) and
+// chat_template.jinja (optional) from dir. As in transformers, a
+// chat_template.jinja takes priority over the chat_template in
+// tokenizer_config.json ("If independent chat template file(s) exist, they
+// take priority over template entries in the tokenizer config":
+// PreTrainedTokenizerBase._from_pretrained in
+// src/transformers/tokenization_utils_base.py, and
+// test_chat_template_file_priority in tests/test_tokenization_common.py).
 func LoadDir(dir string) (*Tokenizer, error) {
 	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
@@ -48,14 +60,29 @@ func LoadDir(dir string) (*Tokenizer, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("tokenize: %w", err)
 	}
-	return New(tj, cj)
+	jinja, err := os.ReadFile(filepath.Join(dir, ChatTemplateFile))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("tokenize: %w", err)
+	}
+	return NewWithChatTemplate(tj, cj, string(jinja))
 }
+
+// ChatTemplateFile is the name of the chat template file beside
+// tokenizer_config.json that transformers reads (CHAT_TEMPLATE_FILE).
+const ChatTemplateFile = "chat_template.jinja"
 
 // New builds a tokenizer from the contents of tokenizer.json and
 // tokenizer_config.json (which may be empty). Every component is checked:
 // anything this package cannot reproduce exactly is refused with
 // ErrUnsupported and its name.
 func New(tokenizerFile, configFile []byte) (*Tokenizer, error) {
+	return NewWithChatTemplate(tokenizerFile, configFile, "")
+}
+
+// NewWithChatTemplate is New with the contents of chat_template.jinja:
+// when not empty it is the chat template, whatever tokenizer_config.json
+// says (see LoadDir).
+func NewWithChatTemplate(tokenizerFile, configFile []byte, chatTemplate string) (*Tokenizer, error) {
 	var tj tokenizerJSON
 	if err := json.Unmarshal(tokenizerFile, &tj); err != nil {
 		return nil, fmt.Errorf("%w: tokenizer.json: %v", ErrInvalid, err)
@@ -68,7 +95,8 @@ func New(tokenizerFile, configFile []byte) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{added: map[uint32]*AddedToken{}, byContent: map[string]*AddedToken{}}
 	var err error
-	if t.model, err = newBPE(&tj.Model); err != nil {
+	byteLevel := hasByteLevel(tj.PreTokenizer)
+	if t.model, err = newBPE(&tj.Model, byteLevel); err != nil {
 		return nil, err
 	}
 	if t.norm, err = newNormalizer(tj.Normalizer); err != nil {
@@ -77,7 +105,13 @@ func New(tokenizerFile, configFile []byte) (*Tokenizer, error) {
 	if err = t.setPreTokenizer(tj.PreTokenizer); err != nil {
 		return nil, err
 	}
-	if err = checkDecoder(tj.Decoder); err != nil {
+	t.firstDiffers = t.prefixSpace || t.meta != nil && t.meta.prepend == prependFirst
+	if byteLevel {
+		err = checkDecoder(tj.Decoder)
+	} else {
+		t.dec, err = newDecodeChain(tj.Decoder)
+	}
+	if err != nil {
 		return nil, err
 	}
 	var raw, normed []*AddedToken
@@ -96,66 +130,18 @@ func New(tokenizerFile, configFile []byte) (*Tokenizer, error) {
 	if err = t.setPostProcessor(tj.PostProcessor); err != nil {
 		return nil, err
 	}
-	t.buildSpellings(tj.Model.Vocab)
+	t.buildSpellings(t.model.vocab)
 	if len(configFile) > 0 {
 		if err := t.loadConfig(configFile); err != nil {
 			return nil, err
 		}
 	}
+	if chatTemplate != "" {
+		if err := t.setChatTemplate(chatTemplate); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
-}
-
-func (t *Tokenizer) setPreTokenizer(c *componentJSON) error {
-	if c == nil {
-		return nil
-	}
-	switch c.Type {
-	case "Sequence":
-		for _, sub := range c.PreTokenizers {
-			if err := t.setPreTokenizer(sub); err != nil {
-				return err
-			}
-		}
-		return nil
-	case "Split":
-		if c.Invert || c.Behavior != "Isolated" {
-			return unsupported("Split pre-tokenizer behavior %q invert %v (only Isolated)", c.Behavior, c.Invert)
-		}
-		if c.Pattern == nil || c.Pattern.Regex == nil {
-			return unsupported("Split pre-tokenizer without a Regex pattern")
-		}
-		sp, ok := newSplitter(*c.Pattern.Regex)
-		if !ok {
-			return unsupported("Split regex %q (lookaround beyond the GPT-4 family patterns)", *c.Pattern.Regex)
-		}
-		t.splitters = append(t.splitters, sp)
-		return nil
-	case "ByteLevel":
-		t.prefixSpace = c.AddPrefixSpace
-		if c.UseRegex == nil || *c.UseRegex {
-			t.splitters = append(t.splitters, gpt2Splitter{})
-		}
-		return nil
-	}
-	return unsupported("pre-tokenizer %q", c.Type)
-}
-
-func checkDecoder(c *componentJSON) error {
-	if c == nil {
-		return unsupported("no decoder (byte-level BPE needs ByteLevel)")
-	}
-	switch c.Type {
-	case "ByteLevel":
-		return nil
-	case "Sequence":
-		for _, d := range c.Decoders {
-			if d.Type != "ByteLevel" {
-				return unsupported("decoder %q in a Sequence", d.Type)
-			}
-		}
-		return nil
-	}
-	return unsupported("decoder %q", c.Type)
 }
 
 func (t *Tokenizer) setPostProcessor(c *componentJSON) error {
@@ -207,7 +193,7 @@ func (t *Tokenizer) buildSpellings(vocab map[string]uint32) {
 	t.spelling = make([][]byte, n)
 	for s, id := range vocab {
 		b, ok := appendRawBytes(nil, s)
-		if !ok {
+		if !ok || t.dec != nil {
 			b = []byte(s)
 		}
 		t.spelling[id] = b
@@ -228,11 +214,17 @@ func (t *Tokenizer) loadConfig(b []byte) error {
 		return err
 	}
 	if src != "" {
-		if t.chat, err = NewChatTemplate(src, t.Config.BOS, t.Config.EOS); err != nil {
-			return err
-		}
-		t.Config.HasChat = true
+		return t.setChatTemplate(src)
 	}
+	return nil
+}
+
+func (t *Tokenizer) setChatTemplate(src string) error {
+	var err error
+	if t.chat, err = NewChatTemplate(src, t.Config.BOS, t.Config.EOS); err != nil {
+		return err
+	}
+	t.Config.HasChat = true
 	return nil
 }
 
@@ -245,6 +237,13 @@ func (t *Tokenizer) TokenID(content string) (uint32, bool) {
 		return a.ID, true
 	}
 	return 0, false
+}
+
+// VocabID returns the id of a token of the model's vocabulary by its
+// spelling there (for SentencePiece-style models "▁the" or "<0x0A>").
+func (t *Tokenizer) VocabID(token string) (uint32, bool) {
+	id, ok := t.model.vocab[token]
+	return id, ok
 }
 
 // EOSID returns the id of the configured end-of-sequence token.
@@ -263,15 +262,20 @@ func (t *Tokenizer) Encode(dst []uint32, text string, addSpecial bool) []uint32 
 	if addSpecial {
 		dst = append(dst, t.prefix...)
 	}
+	var a *textArena
+	if t.dec != nil { // SentencePiece-style rewrites build text
+		a = getArena()
+		defer a.release()
+	}
 	first := true
 	for pos := 0; pos < len(text); {
 		start, end, tok, ok := t.raw.find(text, pos)
 		if !ok {
-			dst = t.encodeSegment(dst, text[pos:], first)
+			dst = t.encodeSegment(dst, text[pos:], first, a)
 			break
 		}
 		if start > pos {
-			dst = t.encodeSegment(dst, text[pos:start], first)
+			dst = t.encodeSegment(dst, text[pos:start], first, a)
 		}
 		dst = append(dst, tok.ID)
 		first = false
@@ -283,23 +287,24 @@ func (t *Tokenizer) Encode(dst []uint32, text string, addSpecial bool) []uint32 
 	return dst
 }
 
-// encodeSegment encodes text that holds no raw added token.
-func (t *Tokenizer) encodeSegment(dst []uint32, seg string, first bool) []uint32 {
-	if len(seg) >= segmentCacheMin && !(first && t.prefixSpace) && !t.noSegCache {
+// encodeSegment encodes text that holds no raw added token; first: it
+// starts the input.
+func (t *Tokenizer) encodeSegment(dst []uint32, seg string, first bool, a *textArena) []uint32 {
+	if len(seg) >= segmentCacheMin && !(first && t.firstDiffers) && !t.noSegCache {
 		if ids, ok := t.segs.get(seg); ok {
 			return append(dst, ids...)
 		}
 		start := len(dst)
-		dst = t.encodeNormalized(dst, seg, first)
+		dst = t.encodeNormalized(dst, seg, first, a)
 		t.segs.put(seg, dst[start:])
 		return dst
 	}
-	return t.encodeNormalized(dst, seg, first)
+	return t.encodeNormalized(dst, seg, first, a)
 }
 
-func (t *Tokenizer) encodeNormalized(dst []uint32, seg string, first bool) []uint32 {
+func (t *Tokenizer) encodeNormalized(dst []uint32, seg string, first bool, a *textArena) []uint32 {
 	if t.norm != nil {
-		seg = t.norm.normalize(seg)
+		seg = t.norm.normalize(seg, a)
 	}
 	if first && t.prefixSpace && !strings.HasPrefix(seg, " ") {
 		seg = " " + seg
@@ -307,35 +312,58 @@ func (t *Tokenizer) encodeNormalized(dst []uint32, seg string, first bool) []uin
 	for pos := 0; pos < len(seg); {
 		start, end, tok, ok := t.normed.find(seg, pos)
 		if !ok {
-			return t.encodePieces(dst, seg[pos:], 0)
+			return t.encodePieces(dst, seg[pos:], 0, first && pos == 0, a)
 		}
-		dst = t.encodePieces(dst, seg[pos:start], 0)
+		dst = t.encodePieces(dst, seg[pos:start], 0, first && pos == 0, a)
 		dst = append(dst, tok.ID)
 		pos = end
 	}
 	return dst
 }
 
-// encodePieces splits s with splitters[stage:] and runs BPE on each piece.
-func (t *Tokenizer) encodePieces(dst []uint32, s string, stage int) []uint32 {
+// encodePieces splits s with splitters[stage:] and runs BPE on each piece
+// (after Metaspace, if the tokenizer has it); atStart: s begins the input.
+func (t *Tokenizer) encodePieces(dst []uint32, s string, stage int, atStart bool, a *textArena) []uint32 {
 	if stage == len(t.splitters) {
 		if s == "" {
 			return dst
+		}
+		if t.meta != nil {
+			return t.encodeMetaspace(dst, s, atStart, a)
 		}
 		return t.model.encodePiece(dst, s)
 	}
 	sp := t.splitters[stage]
 	for i := 0; i < len(s); {
 		e := sp.next(s, i)
-		dst = t.encodePieces(dst, s[i:e], stage+1)
+		dst = t.encodePieces(dst, s[i:e], stage+1, atStart && i == 0, a)
 		i = e
 	}
 	return dst
 }
 
-// Decode appends the bytes ids stand for; special added tokens are left out
-// when skipSpecial. The bytes may end inside a UTF-8 sequence (see Stream).
+// encodeMetaspace rewrites a piece as Metaspace does and encodes its words.
+func (t *Tokenizer) encodeMetaspace(dst []uint32, s string, atStart bool, a *textArena) []uint32 {
+	s = t.meta.rewrite(s, atStart, a)
+	if !t.meta.split {
+		return t.model.encodePiece(dst, s)
+	}
+	for i := 0; i < len(s); {
+		e := t.meta.nextWord(s, i)
+		dst = t.model.encodePiece(dst, s[i:e])
+		i = e
+	}
+	return dst
+}
+
+// Decode appends the text of ids; special added tokens are left out when
+// skipSpecial. For a byte-level tokenizer it is the bytes the ids stand
+// for, which may end inside a UTF-8 sequence (see Stream); otherwise the
+// text the tokenizer's decoder gives for the ids together.
 func (t *Tokenizer) Decode(dst []byte, ids []uint32, skipSpecial bool) []byte {
+	if t.dec != nil {
+		return append(dst, t.decodeChain(ids, skipSpecial)...)
+	}
 	for _, id := range ids {
 		if a, ok := t.added[id]; ok {
 			if !(skipSpecial && a.Special) {
@@ -350,8 +378,29 @@ func (t *Tokenizer) Decode(dst []byte, ids []uint32, skipSpecial bool) []byte {
 	return dst
 }
 
+// decodeChain runs a SentencePiece-style decoder over the ids' tokens;
+// ids outside the vocabulary are skipped, as tokenizers skips them.
+func (t *Tokenizer) decodeChain(ids []uint32, skipSpecial bool) string {
+	tokens := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if a, ok := t.added[id]; ok {
+			if !(skipSpecial && a.Special) {
+				tokens = append(tokens, a.Content)
+			}
+			continue
+		}
+		if int(id) < len(t.spelling) && t.spelling[id] != nil {
+			tokens = append(tokens, string(t.spelling[id]))
+		}
+	}
+	return t.dec.decode(tokens)
+}
+
 // DecodeString decodes ids to text, replacing invalid UTF-8 as Hugging Face
 // does (errors="replace").
 func (t *Tokenizer) DecodeString(ids []uint32, skipSpecial bool) string {
+	if t.dec != nil {
+		return t.decodeChain(ids, skipSpecial)
+	}
 	return toValidUTF8(string(t.Decode(nil, ids, skipSpecial)))
 }

@@ -78,8 +78,18 @@ func TestAddedTokenStrip(t *testing.T) {
 
 func TestRefusesUnsupported(t *testing.T) {
 	cases := map[string]func(m map[string]any){
-		"normalizer \"Precompiled\"":  func(m map[string]any) { m["normalizer"] = map[string]any{"type": "Precompiled"} },
-		"pre-tokenizer \"Metaspace\"": func(m map[string]any) { m["pre_tokenizer"] = map[string]any{"type": "Metaspace"} },
+		"normalizer \"Precompiled\"": func(m map[string]any) { m["normalizer"] = map[string]any{"type": "Precompiled"} },
+		"Metaspace prepend_scheme": func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "prepend_scheme": "sometimes"}
+		},
+		"decoder \"ByteLevel\" without a ByteLevel pre-tokenizer": func(m map[string]any) { m["pre_tokenizer"] = nil },
+		"Replace normalizer with a Regex": func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": " +"}, "content": "_"}
+		},
+		"pre-tokenizer \"Digits\" after Metaspace": func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "Metaspace"}, map[string]any{"type": "Digits"}}}
+		},
 		"Split regex": func(m map[string]any) {
 			m["pre_tokenizer"] = map[string]any{"type": "Split", "behavior": "Isolated", "pattern": map[string]any{"Regex": `a(?=b)`}}
 		},
@@ -87,7 +97,6 @@ func TestRefusesUnsupported(t *testing.T) {
 			m["pre_tokenizer"] = map[string]any{"type": "Split", "behavior": "Removed", "pattern": map[string]any{"Regex": `a`}}
 		},
 		"model type \"Unigram\"": func(m map[string]any) { m["model"].(map[string]any)["type"] = "Unigram" },
-		"byte_fallback":          func(m map[string]any) { m["model"].(map[string]any)["byte_fallback"] = true },
 		"BPE dropout":            func(m map[string]any) { m["model"].(map[string]any)["dropout"] = 0.1 },
 		"truncation":             func(m map[string]any) { m["truncation"] = map[string]any{"max_length": 8} },
 		"decoder \"WordPiece\"":  func(m map[string]any) { m["decoder"] = map[string]any{"type": "WordPiece"} },
@@ -200,9 +209,9 @@ func (t *Tokenizer) encodeUncached(text string) []uint32 {
 	for pos := 0; pos < len(text); {
 		start, end, tok, ok := t.raw.find(text, pos)
 		if !ok {
-			return t.encodeNormalized(dst, text[pos:], first)
+			return t.encodeNormalized(dst, text[pos:], first, nil)
 		}
-		dst = t.encodeNormalized(dst, text[pos:start], first)
+		dst = t.encodeNormalized(dst, text[pos:start], first, nil)
 		dst = append(dst, tok.ID)
 		first = false
 		pos = end
