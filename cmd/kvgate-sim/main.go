@@ -96,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	fs.DurationVar(&cfg.LoadInterval, "load-interval", cfg.LoadInterval, "period of LOAD reports (0: on request only)")
 	kvEvents := fs.Bool("kv-events", true, "publish KV events and answer snapshot requests (false: routers see nothing of the cache)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long SIGTERM lets running requests finish")
+	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", wire.DefaultHandshakeTimeout, "a router that has not finished its handshake in this long is disconnected")
+	fs.IntVar(&cfg.MaxHandshakes, "max-handshakes", wire.DefaultMaxHandshakes, "routers held before their handshake completes; at the bound the oldest is disconnected")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kvgate-sim [flags]\n\nA simulated inference engine serving the kvgate wire protocol.\n\nFlags:\n")

@@ -34,6 +34,10 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Limits bound what routers may send.
 	Limits wire.Limits
+	// HandshakeTimeout and MaxHandshakes bound routers that have not
+	// finished their handshake (serve.Config; 0: wire's defaults).
+	HandshakeTimeout time.Duration
+	MaxHandshakes    int
 	Logger *slog.Logger
 }
 

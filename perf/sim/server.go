@@ -42,7 +42,8 @@ func NewServer(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: cfg.Logger.With("engine", cfg.ID), open: map[serve.Key]int{}, ctx: ctx, cancel: cancel}
 	s.srv = serve.New(serve.Config{Handshake: s.handshake(), Secret: cfg.Secret, Limits: cfg.Limits,
-		DrainTimeout: cfg.DrainTimeout, Logger: s.log}, backend{s})
+		DrainTimeout: cfg.DrainTimeout, HandshakeTimeout: cfg.HandshakeTimeout, MaxHandshakes: cfg.MaxHandshakes,
+		Logger: s.log}, backend{s})
 	for i := range cfg.DPRanks {
 		core, err := NewCore(cfg.Rank)
 		if err != nil {
