@@ -93,7 +93,7 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetReadBuffer(4096) // a small window, so the kernel buffers fill quickly
 	}
-	body := `{"model":"` + model + `","prompt":"stream forever","max_tokens":1000000,"ignore_eos":true,"stream":true}`
+	body := `{"model":"` + model + `","prompt":"stream forever","max_tokens":100000,"ignore_eos":true,"stream":true}`
 	req := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
 		itoa(len(body)) + "\r\n\r\n" + body
 	if _, err := c.Write([]byte(req)); err != nil {
