@@ -16,8 +16,8 @@ import (
 // as vLLM's offloading connector stores GPU blocks in CPU memory and LMCache
 // cascades its local CPU backend into its local disk backend. A later
 // request loads a block from the best tier holding it instead of
-// recomputing it. Every change of a tier's set is recorded as a KV event of
-// that tier.
+// recomputing it, moving it up (raise). Every change of a tier's set is
+// recorded as a KV event of that tier.
 type blockManager struct {
 	blocks []block
 	free   lruList // GPU blocks with ref == 0, eviction order
@@ -113,18 +113,48 @@ func (m *blockManager) offload(p *tierPool, b offloaded) {
 	}
 }
 
-// lower returns the lower tier holding h (CPU before disk), marking it just
-// used there so that an allocation cannot push it out before it is loaded.
+// lower returns the lower tier holding h, CPU before disk.
 func (m *blockManager) lower(h uint64) (kvstore.Tier, bool) {
 	switch {
 	case m.cpu.has(h):
-		m.cpu.touch(h)
 		return kvstore.TierCPU, true
 	case m.disk.has(h):
-		m.disk.touch(h)
 		return kvstore.TierDisk, true
 	}
 	return 0, false
+}
+
+// heldRun returns how many leading hashes of hs some tier holds, and marks
+// those of the run in lower tiers just used there, last first, so that the
+// run's head is the most recent (as vLLM's LRUOffloadingManager.touch
+// does) and the allocations that load the run push out other blocks, not
+// the run's own.
+func (m *blockManager) heldRun(hs []uint64) int {
+	n := 0
+	for n < len(hs) && m.holds(hs[n]) {
+		n++
+	}
+	for i := n - 1; i >= 0; i-- {
+		m.cpu.touch(hs[i])
+		m.disk.touch(hs[i])
+	}
+	return n
+}
+
+// raise takes h out of lower tier t once it is loaded into the GPU: the
+// tiers are exclusive, so that a tier of N blocks adds N distinct blocks to
+// the cache (the pooled ideal a router is measured against counts them so).
+// vLLM's offloading connector keeps the CPU copy instead; on the Mooncake
+// trace, 8 engines of 16,384 GPU and 16,384 CPU blocks, keeping it left kv
+// a hit rate of 0.347 against 0.371 (pooled ideal 0.391).
+func (m *blockManager) raise(t kvstore.Tier, h uint64) {
+	p := &m.cpu
+	if t == kvstore.TierDisk {
+		p = &m.disk
+	}
+	if p.remove(h) {
+		m.events = append(m.events, kvstore.Event{Kind: kvstore.Removed, Tier: t, Hashes: []uint64{h}})
+	}
 }
 
 // holds reports whether any tier holds h.

@@ -38,7 +38,7 @@ type Config struct {
 	// finished their handshake (serve.Config; 0: wire's defaults).
 	HandshakeTimeout time.Duration
 	MaxHandshakes    int
-	Logger *slog.Logger
+	Logger           *slog.Logger
 }
 
 // DefaultConfig returns a small engine that fits a laptop's worth of

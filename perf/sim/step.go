@@ -96,15 +96,15 @@ func (c *Core) admit(r *Request, budget int, loads *[kvstore.NumTiers]int) bool 
 	bs := c.cfg.BlockSize
 	limit := min(len(r.hashes), (len(r.tokens)-1)/bs) // at least one token is computed
 	var loaded [kvstore.NumTiers]int
-	for i := range limit {
+	for i := range c.blocks.heldRun(r.hashes[:limit]) {
 		h := r.hashes[i]
 		if b, ok := c.blocks.lookupGPU(h); ok {
 			c.blocks.acquire(b)
 			r.table = append(r.table, b)
 			continue
 		}
-		tier, ok := c.blocks.lower(h) // now most recent there: the allocation below cannot push it out
-		if !ok {
+		tier, ok := c.blocks.lower(h)
+		if !ok { // pushed out by the loads before it (a lower tier smaller than the run)
 			break
 		}
 		b, ok := c.blocks.allocate()
@@ -115,6 +115,7 @@ func (c *Core) admit(r *Request, budget int, loads *[kvstore.NumTiers]int) bool 
 		c.blocks.commit(b, h, parent, hasParent)
 		r.table = append(r.table, b)
 		loaded[tier]++
+		c.blocks.raise(tier, h)
 	}
 	r.computed = len(r.table) * bs
 	n := min(r.target-r.computed, budget)

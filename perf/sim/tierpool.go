@@ -11,8 +11,8 @@ import (
 // offloaded from the tier above, least recently used leaving first, as
 // vLLM's LRUOffloadingManager (vllm/v1/kv_offload/lru_manager.py) keeps its
 // CPU blocks in an OrderedDict and evicts from its front. A block loaded
-// back up stays here too (the copy is still valid), so a later eviction
-// from above finds it already offloaded.
+// back up leaves the pool (blockManager.raise), so the tiers hold distinct
+// blocks.
 type tierPool struct {
 	tier    kvstore.Tier
 	cap     int
@@ -73,4 +73,14 @@ func (p *tierPool) check() error {
 		return fmt.Errorf("sim: %s pool holds %d in order, %d in map, cap %d", p.tier, p.order.Len(), len(p.entries), p.cap)
 	}
 	return nil
+}
+
+// remove takes h out of the pool; false if it was not there.
+func (p *tierPool) remove(h uint64) bool {
+	e, ok := p.entries[h]
+	if ok {
+		p.order.Remove(e.elem)
+		delete(p.entries, h)
+	}
+	return ok
 }

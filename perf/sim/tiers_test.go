@@ -100,8 +100,8 @@ func eventEqual(a, b kvstore.Event) bool {
 
 // TestLoadFromLowerTier pushes a prompt's blocks out of a small GPU into
 // CPU memory or onto disk, runs the prompt again, and checks that the rank
-// loads them instead of prefilling them, in the time its link says, and
-// reports it to the router as cached.
+// loads them instead of prefilling them, in the time its link says, moves
+// them up out of the lower tier, and reports them to the router as cached.
 func TestLoadFromLowerTier(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -166,6 +166,14 @@ func TestLoadFromLowerTier(t *testing.T) {
 			if loads[kvstore.TierCPU]+loads[kvstore.TierDisk] != 20 || loads[tc.tier] == 0 ||
 				(tc.cpu == 0) != (loads[kvstore.TierCPU] == 0) || (tc.disk == 0) != (loads[kvstore.TierDisk] == 0) {
 				t.Errorf("loads %v, want 20 from the lower tiers, some from %s", loads, tc.tier)
+			}
+			// Loaded blocks moved up: each is on the GPU and in no lower tier,
+			// and the index, which applied the events, agrees (checkView above).
+			hs, _ := c.hasher.Hash(nil, a, nil)
+			for _, h := range hs[:20] {
+				if _, gpu := c.blocks.cached[h]; !gpu || c.blocks.cpu.has(h) || c.blocks.disk.has(h) {
+					t.Fatalf("block %#x after loading: gpu %v cpu %v disk %v", h, gpu, c.blocks.cpu.has(h), c.blocks.disk.has(h))
+				}
 			}
 			bb := cfg.blockBytes()
 			if want := DefaultCPULink.LoadTime(loads[kvstore.TierCPU], bb) + DefaultDiskLink.LoadTime(loads[kvstore.TierDisk], bb); took != want {
