@@ -231,3 +231,29 @@ func TestGenerateCheckLimits(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAcceptHandshake: whatever a peer sends before the handshake
+// completes, in whatever pieces, the acceptor's buffer never grows past
+// one header and MaxHandshakeFrame, and the frame limit is restored after.
+func FuzzAcceptHandshake(f *testing.F) {
+	hello, _ := AppendFrame(nil, 0, &Hello{Handshake{MinVersion: 1, MaxVersion: 1, Role: RoleRouter, ID: "r"}})
+	auth, _ := AppendFrame(nil, 0, &Auth{})
+	f.Add(hello, uint16(7), false)
+	f.Add(append(hello, auth...), uint16(3), true)
+	f.Add(AppendHeader(nil, TypeHello, 0, 0, DefaultMaxFrameSize), uint16(12), false)
+	f.Add(append(AppendHeader(nil, TypeHello, 0, 0, MaxHandshakeFrame), bytes.Repeat([]byte{'K'}, 5000)...), uint16(999), false)
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint16, secret bool) {
+		r := newReaderSize(&chunkReader{data: data, sizes: []int{int(chunk%8192) + 1}}, nil, handshakeBufferSize)
+		cfg := engineCfg("")
+		if secret {
+			cfg = engineCfg("k")
+		}
+		_, _ = AcceptHandshake(r, NewWriter(io.Discard), cfg)
+		if len(r.buf) > HeaderSize+MaxHandshakeFrame {
+			t.Fatalf("buffer of %d bytes before the handshake completed", len(r.buf))
+		}
+		if r.lim.MaxFrameSize != DefaultMaxFrameSize {
+			t.Fatalf("frame limit %d after the handshake", r.lim.MaxFrameSize)
+		}
+	})
+}
