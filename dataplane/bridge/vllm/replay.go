@@ -17,12 +17,22 @@ const endSeq = ^uint64(0)
 // failed, a timeout or a malformed reply.
 //
 // The protocol (ZmqEventPublisher._service_replay, vllm
-// vllm/distributed/kv_events.py at b4e69e0af33f4698e157a262cc787fe61983cd3d),
-// DEALER side, each frame of a multipart message between bars:
+// vllm/distributed/kv_events.py at b4e69e0af33f4698e157a262cc787fe61983cd3d
+// and 0181ea3173e53eea8cf04a86891488e3dc89bb34; SGLang's copy in
+// python/sglang/srt/disaggregation/kv_events.py at
+// 612d579090db24ec7c47cc5ca6b83e0c649b8c28), DEALER side, each frame of a
+// multipart message between bars:
 //
 //	request: |  (empty)  | start seq (8B BE) |
 //	reply:   |  (empty)  | seq (8B BE) | payload |   for each buffered seq >= start
 //	end:     |  (empty)  | 0xFF x 8 (-1) | (empty) |
+//
+// A later kv_events.py (read in the index without a repository or commit
+// to pin) puts the topic in every reply as the PUB socket does, and an
+// empty one in the end marker (replyFrames reads both):
+//
+//	reply:   |  (empty)  | topic | seq (8B BE) | payload |
+//	end:     |  (empty)  | (empty) | 0xFF x 8 (-1) | (empty) |
 //
 // The buffer is a deque of the last buffer_steps (default 10,000)
 // published batches, appended right after each send on the same thread
@@ -53,17 +63,30 @@ func (s *Subscriber) fetchReplay(ctx context.Context, start uint64, each func(se
 			s.Log.Warn("KV events: replay cut short", "err", err, "start", start)
 			return false
 		}
-		frames := msg.Frames
-		if len(frames) > 0 && len(frames[0]) == 0 {
-			frames = frames[1:] // the delimiter
-		}
-		if len(frames) != 2 || len(frames[0]) != 8 {
-			s.Log.Warn("KV events: unexpected replay message", "frames", len(frames))
+		seq, payload, ok := replyFrames(msg.Frames)
+		if !ok {
+			s.Log.Warn("KV events: unexpected replay message", "frames", len(msg.Frames))
 			return false
 		}
-		seq := binary.BigEndian.Uint64(frames[0])
-		if seq == endSeq || !each(seq, frames[1]) {
+		if seq == endSeq || !each(seq, payload) {
 			return true
 		}
 	}
+}
+
+// replyFrames reads one replay reply as a DEALER receives it, with or
+// without the empty delimiter and the topic: its sequence number and
+// payload, ok false for any other shape.
+func replyFrames(frames [][]byte) (seq uint64, payload []byte, ok bool) {
+	if len(frames) > 0 && len(frames[0]) == 0 && len(frames) > 2 {
+		frames = frames[1:] // the delimiter
+	}
+	switch {
+	case len(frames) == 2 && len(frames[0]) == 8: // | seq | payload |
+	case len(frames) == 3 && len(frames[1]) == 8: // | topic | seq | payload |
+		frames = frames[1:]
+	default:
+		return 0, nil, false
+	}
+	return binary.BigEndian.Uint64(frames[0]), frames[1], true
 }

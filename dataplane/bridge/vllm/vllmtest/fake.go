@@ -41,6 +41,10 @@ type Fake struct {
 	running  int
 	requests []Request   // what the bridge sent, for tests
 	sgl      sglangState // the SGLang mode's (sglang.go)
+	// topic prefixes every batch on the PUB socket (WithReplayTopic), and
+	// topicInReplay puts it in replay replies too.
+	topic         []byte
+	topicInReplay bool
 
 	pub, router zmq4.Socket
 	cancel      context.CancelFunc
@@ -72,6 +76,15 @@ type options struct {
 	cpuBlockSize         int // block_size of the CPU events
 	loras                map[string]int
 	incremental          bool // SGLang: --incremental-streaming-output
+	topic                *string
+}
+
+// WithReplayTopic publishes under topic and answers replay requests as a
+// later kv_events.py does, with the topic between the delimiter and the
+// sequence number (and an empty one in the end marker; see
+// ../replay.go).
+func WithReplayTopic(topic string) Option {
+	return func(o *options) { o.topic = &topic }
 }
 
 // WithAddrs listens on these host:port addresses instead of random
@@ -104,7 +117,10 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
 		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
-		sgl: sglangState{incremental: a.incremental}}
+		sgl: sglangState{incremental: a.incremental}, topic: []byte{}}
+	if a.topic != nil {
+		f.topic, f.topicInReplay = []byte(*a.topic), true
+	}
 	f.pub = zmq4.NewPub(ctx)
 	if err := f.pub.Listen("tcp://" + a.events); err != nil {
 		cancel()
@@ -306,7 +322,16 @@ func (f *Fake) publish(evs []vllm.Event) {
 		f.drop--
 		return
 	}
-	_ = f.pub.Send(zmq4.NewMsgFrom([]byte{}, sb[:], payload))
+	_ = f.pub.Send(zmq4.NewMsgFrom(f.topic, sb[:], payload))
+}
+
+// replyHead is the frames of a replay reply before its sequence number:
+// the client's identity and the delimiter, and topic WithReplayTopic.
+func (f *Fake) replyHead(id, topic []byte) [][]byte {
+	if f.topicInReplay {
+		return [][]byte{id, {}, topic}
+	}
+	return [][]byte{id, {}}
 }
 
 // serveReplay answers replay requests as vLLM's ROUTER does.
@@ -325,11 +350,11 @@ func (f *Fake) serveReplay() {
 		f.mu.Unlock()
 		for _, b := range buf {
 			if binary.BigEndian.Uint64(b[0]) >= start {
-				_ = f.router.Send(zmq4.NewMsgFrom(id, []byte{}, b[0], b[1]))
+				_ = f.router.Send(zmq4.NewMsgFrom(append(f.replyHead(id, f.topic), b[0], b[1])...))
 			}
 		}
 		end := make([]byte, 8)
 		binary.BigEndian.PutUint64(end, ^uint64(0))
-		_ = f.router.Send(zmq4.NewMsgFrom(id, []byte{}, end, []byte{}))
+		_ = f.router.Send(zmq4.NewMsgFrom(append(f.replyHead(id, []byte{}), end, []byte{})...))
 	}
 }
