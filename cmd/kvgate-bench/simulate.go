@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/cluster"
 	"github.com/kvgate/kvgate/perf/loadgen"
 	"github.com/kvgate/kvgate/perf/report"
@@ -23,9 +24,13 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	engines := fs.Int("engines", 64, "simulated engines")
 	routers := fs.Int("routers", 4, "router replicas (requests spread round-robin)")
 	syncDelay := fs.Duration("sync-delay", 5*time.Millisecond, "how late routers learn peers' reservations, KV events and LOAD")
-	policies := fs.String("policies", "kv,round-robin,least-load,session,approx-prefix,dynamo,oracle", "policies (oracle: true state, instantly)")
+	policies := fs.String("policies", "kv,round-robin,least-load,session,approx-prefix,dynamo,oracle",
+		"policies (oracle: true state, instantly; kv-tier-blind: kv whose index hears only GPU events)")
 	profile := fs.String("sim-profile", "default", "engine timing profile")
 	gpuBlocks := fs.Int("gpu-blocks", 16384, "GPU KV blocks per engine")
+	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU-tier KV blocks per engine (0: none); GPU evictions move there")
+	diskBlocks := fs.Int("disk-blocks", 0, "disk-tier KV blocks per engine (0: none); CPU-tier evictions move there")
+	maxRequests := fs.Int("max-requests", 0, "replay only the workload's first N requests (0: all)")
 	jsonOut := fs.String("json", "", "write results as JSON")
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
 	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's")
@@ -37,6 +42,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	wl.Prefix(*maxRequests)
 	wl.Denser(*load)
 	prof, err := sim.LoadProfile(*profile)
 	if err != nil {
@@ -44,13 +50,25 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rank := sim.DefaultConfig().Rank
 	rank.Profile, rank.GPUBlocks, rank.MaxModelLen = prof, *gpuBlocks, 1<<20
+	rank.CPUBlocks, rank.DiskBlocks = *cpuBlocks, *diskBlocks
+	if err := rank.Validate(); err != nil {
+		return err
+	}
+	pooled := *engines * (*gpuBlocks + *cpuBlocks + *diskBlocks)
+	ideal, err := cluster.PooledLRU(wl, kvstore.HashConfig{BlockSize: rank.BlockSize, Seed: rank.HashSeed, Model: rank.Model}, pooled)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-14s %d blocks (%d engines x %d GPU + %d CPU + %d disk): hit %.3f\n", "pooled-lru",
+		pooled, *engines, *gpuBlocks, *cpuBlocks, *diskBlocks, ideal)
 	cmp := &comparison{Comparison: &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
 		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
-		"gpu_blocks": *gpuBlocks, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}}
+		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests,
+		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	weights := route.DefaultWeights()
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
-		if policy != cluster.PolicyOracle {
+		if policy != cluster.PolicyOracle && policy != cluster.PolicyTierBlind {
 			if policy, err = route.ParsePolicy(p); err != nil {
 				return nil, err
 			}

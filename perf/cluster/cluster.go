@@ -26,6 +26,12 @@ import (
 // bound a router could reach.
 const PolicyOracle route.Policy = "oracle"
 
+// PolicyTierBlind is kv with a router that knows only the engines' GPU
+// caches: their CPU and disk events never reach its index (a router, or a
+// bridge, from before tiered caches), so a lower-tier hit looks like a
+// miss to it, although the engine still loads the blocks.
+const PolicyTierBlind route.Policy = "kv-tier-blind"
+
 // Config describes a simulated cluster.
 type Config struct {
 	Engines, Routers int
@@ -60,6 +66,9 @@ type Sim struct {
 	sending []float64 // per engine: prefill tokens routed to it and still on the wire
 	rng     *rand.Rand
 	done    int
+	// tiers are what the engines' lower tiers cost, as a router learns it
+	// from their handshake (route.Weights.TierCostsOf).
+	tiers route.TierCosts
 }
 
 // Run simulates wl on the cluster and returns the measurements (latencies
@@ -71,13 +80,16 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 	if s.hasher, err = kvstore.NewHasher(kvstore.HashConfig{BlockSize: cfg.Rank.BlockSize, Seed: cfg.Rank.HashSeed, Model: cfg.Rank.Model}); err != nil {
 		return nil, err
 	}
+	announced := cfg.Rank.TierCosts()
+	s.tiers = cfg.Weights.TierCostsOf(&announced, cfg.Rank.BlockSize)
 	for i := range cfg.Engines {
 		core, err := sim.NewCore(cfg.Rank)
 		if err != nil {
 			return nil, err
 		}
 		id := fmt.Sprintf("engine-%d", i)
-		slot, err := s.index.AddEngine(kvstore.EngineConfig{ID: id, Capacity: [kvstore.NumTiers]uint64{uint64(cfg.Rank.GPUBlocks)}})
+		slot, err := s.index.AddEngine(kvstore.EngineConfig{ID: id, Capacity: [kvstore.NumTiers]uint64{uint64(cfg.Rank.GPUBlocks),
+			uint64(cfg.Rank.CPUBlocks), uint64(cfg.Rank.DiskBlocks)}})
 		if err != nil {
 			return nil, err
 		}

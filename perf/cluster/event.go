@@ -63,6 +63,17 @@ func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *queue) Push(x any)   { *q = append(*q, x.(*event)) }
 func (q *queue) Pop() any     { old := *q; e := old[len(old)-1]; *q = old[:len(old)-1]; return e }
 
+// gpuOnly drops the events of lower tiers, in place.
+func gpuOnly(evs []kvstore.Event) []kvstore.Event {
+	out := evs[:0]
+	for _, ev := range evs {
+		if ev.Tier == kvstore.TierGPU {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 func (s *Sim) push(e *event) {
 	s.seq++
 	e.seq = s.seq
@@ -87,7 +98,11 @@ func (s *Sim) handle(ev *event) {
 	case evStepDone:
 		s.stepDone(ev.eng, ev.res)
 	case evIndex:
-		_ = s.index.Apply(s.slots[ev.eng], ev.evs)
+		evs := ev.evs
+		if s.cfg.Policy == PolicyTierBlind {
+			evs = gpuOnly(evs)
+		}
+		_ = s.index.Apply(s.slots[ev.eng], evs)
 	case evLoad:
 		l := s.engines[ev.eng].core.Load()
 		s.push(&event{at: s.now + s.cfg.SyncDelay, kind: evPeer, eng: ev.eng, load: l, peer: peerDelta{router: -1}})

@@ -120,14 +120,14 @@ func (s *Sim) pick(router, i int) (int, int) {
 		s.index.Match(s.hashes[i], s.slots, matches)
 	}
 	policy := s.cfg.Policy
-	if policy == PolicyOracle {
+	if policy == PolicyOracle || policy == PolicyTierBlind {
 		policy = route.PolicyKV
 	}
 	best, bestCost := 0, math.Inf(1)
 	costs := make([]float64, n)
 	for e := range n {
 		c := s.loadOf(r, e)
-		c.Match = matches[e]
+		c.Match, c.Tiers = matches[e], s.tiers
 		costs[e] = s.cfg.Weights.Cost(policy, &c, len(req.Prompt))
 		if costs[e] < bestCost {
 			best, bestCost = e, costs[e]

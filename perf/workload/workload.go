@@ -82,6 +82,15 @@ func (w *Workload) Denser(factor float64) {
 	}
 }
 
+// Prefix keeps the first n requests in arrival order (a shorter replay of
+// a long trace); n of 0, or at least the workload's length, keeps all.
+func (w *Workload) Prefix(n int) {
+	if n > 0 && n < len(w.Requests) {
+		w.Requests = w.Requests[:n]
+		w.Spec = fmt.Sprintf("%s (first %d requests)", w.Spec, n)
+	}
+}
+
 // blockTokens expands a Mooncake hash id into its 512 deterministic tokens.
 func blockTokens(dst []uint32, id int64) []uint32 {
 	x := uint64(id)*0x9E3779B97F4A7C15 + 0x6b7667617465

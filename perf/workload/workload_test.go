@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -125,5 +126,22 @@ func TestDenser(t *testing.T) {
 		if want := time.Duration(float64(orig[i]) / 4); r.At != want {
 			t.Fatalf("request %d at %v after Denser(4), want %v", i, r.At, want)
 		}
+	}
+}
+
+func TestPrefix(t *testing.T) {
+	wl, err := Parse("shared-prefix:groups=2,prefix=32,suffix=8,n=10,rate=5,seed=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := wl.Requests[3]
+	for _, n := range []int{0, 10, 11} {
+		w := *wl
+		if w.Prefix(n); len(w.Requests) != 10 || w.Spec != wl.Spec {
+			t.Fatalf("Prefix(%d) kept %d of 10 (%s)", n, len(w.Requests), w.Spec)
+		}
+	}
+	if wl.Prefix(4); len(wl.Requests) != 4 || wl.Requests[3].At != first.At || !strings.HasSuffix(wl.Spec, "(first 4 requests)") {
+		t.Fatalf("Prefix(4): %d requests, spec %q", len(wl.Requests), wl.Spec)
 	}
 }
