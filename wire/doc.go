@@ -24,6 +24,9 @@
 //     batches frames from concurrent senders into few writes;
 //   - the handshake: HELLO, WELCOME and optional challenge-response AUTH
 //     (DialHandshake, AcceptHandshake, or Dial/Client/Server on a net.Conn).
+//     Until it completes an acceptor reads no frame over MaxHandshakeFrame
+//     into a 1 KiB buffer, and a listener holds at most so many such peers
+//     (HandshakeGate), so an unauthenticated peer costs about a kilobyte.
 //
 // Decoding failures wrap one of the Err* sentinels; nothing is allocated for
 // a size a peer declares until the bytes are there and within Limits.
