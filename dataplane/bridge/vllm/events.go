@@ -299,7 +299,8 @@ func decodeStored(ev *Event, fields map[string]any) error {
 
 // classifyExtra sorts one block's extra keys (nil or a tuple, in vLLM's
 // order: LoRA, multimodal, salt, prompt embeddings) into kinds. The
-// adapter is recognised by its name (current vLLM) or its integer id.
+// adapter is recognised by its name (current vLLM) or its integer id. A
+// later kv_events.py sends each key as a typed struct (typedExtra).
 func classifyExtra(k any, ev *Event, first bool) Extra {
 	keys, ok := k.([]any)
 	if !ok {
@@ -324,6 +325,8 @@ func classifyExtra(k any, ev *Event, first bool) Extra {
 			x |= ExtraMultimodal
 		case []byte:
 			x |= ExtraPromptEmbeds
+		case map[any]any:
+			x |= typedExtra(t, ev)
 		default:
 			if n, isInt := intOf(key); isInt && i == 0 && ev.LoRAID != 0 && n == ev.LoRAID {
 				x |= ExtraLoRA
@@ -333,4 +336,31 @@ func classifyExtra(k any, ev *Event, first bool) Extra {
 		}
 	}
 	return x
+}
+
+// typedExtra classifies one typed extra key of a later kv_events.py (read
+// in the index without a repository or commit to pin; see
+// testdata/tagged_typed_extra_keys.hex): ExtraKey structs tagged under
+// "type", LoRAKey "lora" naming the adapter (which names the event's
+// adapter when lora_name does not), CacheSaltKey "cache_salt",
+// PromptEmbedsKey "prompt_embeds", MultiModalKey "mm", and LegacyExtraKey
+// "legacy" for what it does not classify itself, unknown here too.
+func typedExtra(k map[any]any, ev *Event) Extra {
+	switch k["type"] {
+	case "lora":
+		name, _ := k["name"].(string)
+		if ev.LoRAName == "" {
+			ev.LoRAName = name
+		}
+		if name != "" && name == ev.LoRAName {
+			return ExtraLoRA
+		}
+	case "cache_salt":
+		return ExtraCacheSalt
+	case "prompt_embeds":
+		return ExtraPromptEmbeds
+	case "mm":
+		return ExtraMultimodal
+	}
+	return ExtraUnknown
 }

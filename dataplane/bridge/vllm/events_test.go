@@ -68,6 +68,12 @@ func TestGoldenBatches(t *testing.T) {
 			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2), vllmtest.IntHash(3)},
 			TokenIDs: []uint32{1, 2, 3}, BlockSize: 1, Medium: "GPU",
 			ExtraKeys: []vllm.Extra{vllm.ExtraCacheSalt, vllm.ExtraMultimodal, vllm.ExtraPromptEmbeds}}}}},
+		{"tagged_typed_extra_keys.hex", -1, vllm.Batch{TS: 1, Events: []vllm.Event{{
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2), vllmtest.IntHash(3)},
+			TokenIDs: []uint32{1, 2, 3}, BlockSize: 1, Medium: "GPU", LoRAName: "sql",
+			ExtraKeys: []vllm.Extra{vllm.ExtraLoRA, vllm.ExtraLoRA | vllm.ExtraMultimodal, vllm.ExtraLoRA | vllm.ExtraUnknown}}, {
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(4), vllmtest.IntHash(5)},
+			TokenIDs: []uint32{4, 5}, BlockSize: 1, Medium: "GPU", ExtraKeys: []vllm.Extra{vllm.ExtraCacheSalt, vllm.ExtraPromptEmbeds}}}}},
 		{"tagged_bad_event.hex", -1, vllm.Batch{TS: 1, Events: []vllm.Event{{Kind: vllm.AllBlocksCleared},
 			{Kind: vllm.BlockStored, Invalid: "vllm: KV event batch does not match the schema: block_size x"},
 			{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1)}, Medium: "GPU"}}}},
@@ -169,4 +175,27 @@ func FuzzDecodeBatch(f *testing.F) {
 			BlockHashes: []vllm.Hash{vllmtest.IntHash(5)}, TokenIDs: []uint32{1, 2}, BlockSize: 2}}}))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { _, _ = vllm.DecodeBatch(raw) })
+}
+
+// TestTypedExtraKeysTranslate: an adapter named by a typed LoRAKey is
+// indexed under its wire id; the blocks after a typed key the router
+// cannot know (an image, a legacy key, a salt, prompt embeddings) are
+// skipped and counted by kind, as bare keys are.
+func TestTypedExtraKeysTranslate(t *testing.T) {
+	b, err := vllm.DecodeBatch(readHex(t, "tagged_typed_extra_keys.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 1, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := vllm.NewTranslator(h, []vllm.LoRA{{Name: "sql", WireID: 3}})
+	evs := tr.Apply(0, b.Events)
+	if len(evs) != 1 || evs[0].LoRAID != 3 || evs[0].Hashes.Len() != 1 {
+		t.Fatalf("translated %+v", evs)
+	}
+	if s := tr.Skipped(); s.Multimodal != 2 || s.CacheSalt != 2 || s.ExtraKeys != 0 {
+		t.Fatalf("skipped %+v", s)
+	}
 }
