@@ -222,25 +222,41 @@ func TestWireRequestOverLimits(t *testing.T) {
 	}
 }
 
-// engineStates reads each wire engine's state (by handshake id) from
-// kvgate's /debug/state.
-func engineStates(admin string) (map[string]string, error) {
+// wireEngine is what these tests read of an engine in /debug/state.
+type wireEngine struct {
+	ID, State string
+	Inflight  struct{ Requests int64 }
+}
+
+// engineInfo reads each wire engine (by handshake id) from kvgate's
+// /debug/state.
+func engineInfo(admin string) (map[string]wireEngine, error) {
 	r, err := http.Get(admin + "/debug/state")
 	if err != nil {
 		return nil, err
 	}
 	defer r.Body.Close()
 	var st struct {
-		Engines []struct{ ID, State string } `json:"engines"`
+		Engines []wireEngine `json:"engines"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	out := map[string]wireEngine{}
 	for _, e := range st.Engines {
-		out[e.ID] = e.State
+		out[e.ID] = e
 	}
 	return out, nil
+}
+
+// engineStates is each wire engine's state, by handshake id.
+func engineStates(admin string) (map[string]string, error) {
+	info, err := engineInfo(admin)
+	out := map[string]string{}
+	for id, e := range info {
+		out[id] = e.State
+	}
+	return out, err
 }
 
 // readyStatus is kvgate's /ready status code.
@@ -380,4 +396,65 @@ func TestWireHungEngine(t *testing.T) {
 	if !seen[victimID] {
 		t.Errorf("%s was not routed to again after SIGCONT (served by %v)", victimID, seen)
 	}
+}
+
+// TestWireHungBeforeFirstToken: a request that waits for its first token on
+// an engine that hangs is re-routed and answered by the other. The slow
+// engine runs at 1/10,000 of real time, so its first token is minutes away
+// and the request is surely waiting when it is SIGSTOPped.
+func TestWireHungBeforeFirstToken(t *testing.T) {
+	slow := start(t, "kvgate-sim", "--listen", "127.0.0.1:0", "--id", "sim-slow", "--model", model, "--speed", "0.0001")
+	fast := start(t, "kvgate-sim", "--listen", "127.0.0.1:0", "--id", "sim-fast", "--model", model, "--profile", "zero")
+	addrs := []string{slow.waitLog(t, "serving")["addr"].(string), fast.waitLog(t, "serving")["addr"].(string)}
+	kv, base := startKvgate(t, "--engine", strings.Join(addrs, ","), "--policy", "round-robin",
+		"--engine-ping-interval", "200ms", "--engine-ping-timeout", "1s")
+	admin := adminOf(t, base)
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		st, err := engineStates(admin)
+		if err != nil || st["sim-slow"] != "ready" || st["sim-fast"] != "ready" {
+			return fmt.Errorf("engines %v (%v), want both ready", st, err)
+		}
+		return nil
+	})
+	type answer struct {
+		status int
+		engine string
+		body   string
+	}
+	answers := make(chan answer, 2)
+	for i := range 2 { // round-robin: one of them lands on sim-slow
+		go func() {
+			r, err := http.Post(base+"/v1/completions", "application/json",
+				strings.NewReader(fmt.Sprintf(`{"model":%q,"prompt":"first token please %d","max_tokens":2}`, model, i)))
+			if err != nil {
+				answers <- answer{body: err.Error()}
+				return
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			answers <- answer{r.StatusCode, r.Header.Get("x-kvgate-engine"), string(b)}
+		}()
+	}
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+		info, err := engineInfo(admin)
+		if err != nil || info["sim-slow"].Inflight.Requests < 1 {
+			return fmt.Errorf("no request waiting on sim-slow (%+v, %v)", info["sim-slow"], err)
+		}
+		return nil
+	})
+	if err := slow.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = slow.cmd.Process.Signal(syscall.SIGCONT) })
+	for range 2 {
+		select {
+		case a := <-answers:
+			if a.status != 200 || a.engine != "sim-fast" {
+				t.Errorf("answer %d from %q: %.300s", a.status, a.engine, a.body)
+			}
+		case <-time.After(90 * time.Second):
+			t.Fatal("a request waiting on the stopped engine was not answered")
+		}
+	}
+	kv.waitLog(t, "re-routing before first token")
 }
