@@ -46,13 +46,28 @@ type generateRelay struct {
 }
 
 func (s *generateRelay) chunk(c *genChunk) error {
+	ids, err := s.newIDs(c)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	t := wire.TokensMsg{Tokens: wire.TokensOf(ids)}
+	if !s.sentFirst {
+		t.Flags, t.CachedTokens, s.sentFirst = wire.TokFirst, s.cached, true
+	}
+	s.e.Out.Deliver([]serve.Tokens{{Key: s.k, Msg: t}})
+	return nil
+}
+
+// newIDs takes in chunk c's usage and finish reason and returns the ids
+// it adds to those relayed.
+func (s *generateRelay) newIDs(c *genChunk) ([]uint32, error) {
 	m := c.MetaInfo
 	if m == nil {
-		return fmt.Errorf("SGLang sent a chunk without meta_info")
+		return nil, fmt.Errorf("SGLang sent a chunk without meta_info")
 	}
 	if f := m.FinishReason; f != nil {
 		if f.Type == "abort" && f.StatusCode >= 400 {
-			return fmt.Errorf("SGLang aborted the request (%d): %s", f.StatusCode, f.Message)
+			return nil, fmt.Errorf("SGLang aborted the request (%d): %s", f.StatusCode, f.Message)
 		}
 		s.reason = f.Type
 	}
@@ -63,17 +78,9 @@ func (s *generateRelay) chunk(c *genChunk) error {
 		ids = ids[s.relayed:]
 	case s.relayed+uint32(len(ids)) == n: // the new ones
 	default:
-		return fmt.Errorf("SGLang sent %d output ids at %d completion tokens after %d relayed: neither all ids so far nor the new ones",
+		return nil, fmt.Errorf("SGLang sent %d output ids at %d completion tokens after %d relayed: neither all ids so far nor the new ones",
 			len(ids), n, s.relayed)
 	}
-	if len(ids) == 0 {
-		return nil
-	}
 	s.relayed = n
-	t := wire.TokensMsg{Tokens: wire.TokensOf(ids)}
-	if !s.sentFirst {
-		t.Flags, t.CachedTokens, s.sentFirst = wire.TokFirst, s.cached, true
-	}
-	s.e.Out.Deliver([]serve.Tokens{{Key: s.k, Msg: t}})
-	return nil
+	return ids, nil
 }
