@@ -146,6 +146,11 @@ func parseHead(head []byte) (*Request, framing, *parseError) {
 	if fr.chunked && fr.contentLength >= 0 {
 		return nil, fr, &parseError{400, "both Content-Length and chunked"}
 	}
+	// RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 request is faulty
+	// framing (a 1.0 intermediary would have read the body otherwise).
+	if fr.chunked && !req.Proto11 {
+		return nil, fr, &parseError{400, "Transfer-Encoding in an HTTP/1.0 request"}
+	}
 	if !req.Proto11 && !hasToken(req.Header.Get("Connection"), "keep-alive") {
 		req.close = true
 	}

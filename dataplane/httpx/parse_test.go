@@ -36,6 +36,7 @@ func TestParse(t *testing.T) {
 		{name: "expect", in: "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n", more: true},
 		{name: "no host", in: "GET / HTTP/1.1\r\n\r\n", status: 400},
 		{name: "two hosts", in: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400},
+		{name: "chunked in 1.0", in: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", status: 400},
 		{name: "no host in 1.0", in: "GET / HTTP/1.0\r\n\r\n", path: "/"},
 		{name: "signed length", in: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +2\r\n\r\nab", status: 400},
 		{name: "spaced length", in: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2 2\r\n\r\nab", status: 400},
