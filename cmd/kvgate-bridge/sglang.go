@@ -56,6 +56,9 @@ func connectSGLang(ctx context.Context, c *config, client *http.Client, log *slo
 			log.Info("SGLang server checked", "engine", c.engineURL, "version", s.Version, "model", s.ServedModelName,
 				"page_size", s.PageSize, "dp_size", max(s.DPSize, 1), "kv_pool_tokens", s.MaxTotalNumTokens,
 				"priority_scheduling", s.PriorityScheduling, "metrics", s.EnableMetrics)
+			if !s.EnableMetrics {
+				log.Warn("the SGLang server runs without --enable-metrics: LOAD reports carry no queue or usage", "engine", c.engineURL)
+			}
 			return s, nil
 		}
 		if !logged {
