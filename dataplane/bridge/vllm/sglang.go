@@ -2,7 +2,8 @@ package vllm
 
 // SGLang publishes the same KV events as vLLM, through a copy of vLLM's
 // publisher (the bridge drives its HTTP API as sglang_api.go says, and
-// reads its scheduler metrics as metrics.go does): ZmqEventPublisher in python/sglang/srt/disaggregation/kv_events.py
+// reads its scheduler metrics as metrics.go does): ZmqEventPublisher in
+// python/sglang/srt/disaggregation/kv_events.py
 // (sgl-project/sglang at 006d053f182f9b488d2bd841afa06d5f9120a258 and
 // 612d579090db24ec7c47cc5ca6b83e0c649b8c28), enabled by the server's
 // --kv-events-config JSON ({"publisher": "zmq", "endpoint": "tcp://*:5557",
