@@ -251,3 +251,27 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal("the router did not redial after the write timeout")
 	}
 }
+
+// TestConfigValidate: the defaults pass; timeouts that cannot work do not.
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"defaults", func(*Config) {}, true},
+		{"no token timeout", func(c *Config) { c.TokenTimeout = 0 }, true},
+		{"no ping interval", func(c *Config) { c.PingInterval = 0 }, false},
+		{"no ping timeout", func(c *Config) { c.PingTimeout = 0 }, false},
+		{"drop before unresponsive", func(c *Config) { c.DropAfter = c.PingTimeout / 2 }, false},
+		{"negative token timeout", func(c *Config) { c.TokenTimeout = -time.Second }, false},
+		{"no write timeout", func(c *Config) { c.WriteTimeout = 0 }, false},
+		{"bad limits", func(c *Config) { c.Limits.MaxFrameSize = 1 }, false},
+	} {
+		cfg := DefaultConfig()
+		tc.mod(&cfg)
+		if err := cfg.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
