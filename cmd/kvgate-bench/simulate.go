@@ -31,6 +31,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU-tier KV blocks per engine (0: none); GPU evictions move there")
 	diskBlocks := fs.Int("disk-blocks", 0, "disk-tier KV blocks per engine (0: none); CPU-tier evictions move there")
 	maxRequests := fs.Int("max-requests", 0, "replay only the workload's first N requests (0: all)")
+	links := registerLinks(fs)
 	jsonOut := fs.String("json", "", "write results as JSON")
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
 	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's")
@@ -50,7 +51,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rank := sim.DefaultConfig().Rank
 	rank.Profile, rank.GPUBlocks, rank.MaxModelLen = prof, *gpuBlocks, 1<<20
-	rank.CPUBlocks, rank.DiskBlocks = *cpuBlocks, *diskBlocks
+	rank.CPUBlocks, rank.DiskBlocks, rank.CPULink, rank.DiskLink = *cpuBlocks, *diskBlocks, links.cpu, links.disk
 	if err := rank.Validate(); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		pooled, *engines, *gpuBlocks, *cpuBlocks, *diskBlocks, ideal)
 	cmp := &comparison{Comparison: &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
 		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
-		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests,
+		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests, "cpu_link": links.cpu.String(), "disk_link": links.disk.String(),
 		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	weights := route.DefaultWeights()
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {

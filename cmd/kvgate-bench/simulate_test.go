@@ -15,7 +15,7 @@ func TestSimulateTiers(t *testing.T) {
 	const spec = "shared-prefix:groups=40,prefix=512,suffix=32,n=200,rate=20,output=4,seed=2"
 	var out bytes.Buffer
 	if rc := run([]string{"simulate", "--workload", spec, "--engines", "2", "--routers", "1", "--gpu-blocks", "64",
-		"--cpu-blocks", "128", "--disk-blocks", "256", "--policies", "kv,kv-tier-blind"}, &out, io.Discard); rc != 0 {
+		"--cpu-blocks", "128", "--disk-blocks", "256", "--disk-bandwidth", "14", "--policies", "kv,kv-tier-blind"}, &out, io.Discard); rc != 0 {
 		t.Fatalf("simulate: exit %d\n%s", rc, out.String())
 	}
 	m := regexp.MustCompile(`(?m)^pooled-lru +896 blocks \(2 engines x 64 GPU \+ 128 CPU \+ 256 disk\): hit ([0-9.]+)\n` +
@@ -33,5 +33,8 @@ func TestSimulateTiers(t *testing.T) {
 	}
 	if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
 		t.Fatalf("pooled ideal %v", v)
+	}
+	if rc := run([]string{"simulate", "--workload", spec, "--disk-bandwidth", "0", "--disk-blocks", "8"}, io.Discard, io.Discard); rc == 0 {
+		t.Fatal("a disk link of 0 GB/s accepted")
 	}
 }

@@ -102,3 +102,6 @@ func (c *RankConfig) TierCosts() wire.TierCosts {
 	}
 	return tc
 }
+
+// String writes the link as "25GB/s+10µs".
+func (l TierLink) String() string { return fmt.Sprintf("%gGB/s+%v", l.GBps, l.Latency) }
