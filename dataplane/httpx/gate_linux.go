@@ -74,6 +74,3 @@ func epollFD(c gnet.Conn) int {
 	}
 	return int(v.Int())
 }
-
-// gateWorks reports whether the read gate can pause connections here.
-func gateWorks(c gnet.Conn) bool { return epollFD(c) > 0 }

@@ -10,6 +10,3 @@ type readGate struct{}
 
 func (*readGate) pause(gnet.Conn)  {}
 func (*readGate) resume(gnet.Conn) {}
-
-// gateWorks reports whether the read gate can pause connections here.
-func gateWorks(gnet.Conn) bool { return false }
