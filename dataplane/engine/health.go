@@ -11,7 +11,8 @@ import (
 // The watcher is the one goroutine that times a session: netpoll applies a
 // read deadline only when a read starts, and the read loop is always in
 // one, so reads are timed here, against the count of frames the read loop
-// has seen (heard), at a tick of watchTick. It owns the session's PINGs,
+// has read and handled (heard, odd while it handles one), at a tick of
+// watchTick. It owns the session's PINGs,
 // the unresponsive state and the gaps between a stream's tokens.
 
 // watchTick returns the watcher's period: fine enough for the shortest
@@ -52,7 +53,7 @@ func (e *Engine) watch(c *wire.Conn, stop <-chan struct{}, heard *atomic.Uint64,
 			return
 		case now = <-t.C:
 		}
-		if h := heard.Load(); h != last {
+		if h := heard.Load(); h != last || h%2 == 1 { // a frame came, or one is being handled
 			last, unanswered = h, time.Time{}
 			if hung {
 				hung = false

@@ -148,8 +148,10 @@ func firstModel(ms []string) string {
 	return ms[0]
 }
 
-// readLoop dispatches frames until the connection fails.
-// Every frame read counts in heard, for the watcher.
+// readLoop dispatches frames until the connection fails. heard counts,
+// for the watcher, each frame read and each frame handled: odd while one
+// is being handled (applying a large snapshot can take a while, and the
+// engine is not silent meanwhile).
 func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint64) error {
 	lim := &e.pool.cfg.Limits
 	var tok wire.TokensMsg
@@ -159,7 +161,7 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint6
 		if err != nil {
 			return err
 		}
-		heard.Add(1)
+		heard.Add(1) // odd while the frame is handled: a long snapshot is not silence
 		if f.Stream != 0 && controlFrame(f.Type) {
 			return fmt.Errorf("%s on stream %d: %w", f.Type, f.Stream, wire.ErrUnexpectedFrame)
 		}
@@ -212,6 +214,7 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint6
 		default:
 			return fmt.Errorf("%s from an engine: %w", f.Type, wire.ErrUnexpectedFrame)
 		}
+		heard.Add(1)
 	}
 	return ctx.Err()
 }
