@@ -115,19 +115,37 @@ const noRank = ^uint32(0)
 
 // encodePiece appends the ids of one pre-token.
 func (b *bpe) encodePiece(dst []uint32, piece string) []uint32 {
-	if len(piece) == 1 && b.chars == nil {
+	if b.chars != nil {
+		if b.chars.cutWords {
+			for i := 0; i < len(piece); {
+				e := b.chars.nextWord(piece, i)
+				dst = b.encodeWord(dst, piece[i:e])
+				i = e
+			}
+			return dst
+		}
+		return b.encodeWord(dst, piece)
+	}
+	if len(piece) == 1 {
 		return append(dst, b.byteID[piece[0]])
 	}
 	if ids, ok := b.cache.get(piece); ok {
 		return append(dst, ids...)
 	}
 	start := len(dst)
-	if b.chars != nil {
-		dst = b.mergeChars(dst, piece)
-	} else {
-		dst = b.merge(dst, piece)
-	}
+	dst = b.merge(dst, piece)
 	b.cache.put(piece, dst[start:])
+	return dst
+}
+
+// encodeWord is encodePiece for a SentencePiece-style piece or part of one.
+func (b *bpe) encodeWord(dst []uint32, word string) []uint32 {
+	if ids, ok := b.cache.get(word); ok {
+		return append(dst, ids...)
+	}
+	start := len(dst)
+	dst = b.mergeChars(dst, word)
+	b.cache.put(word, dst[start:])
 	return dst
 }
 

@@ -2,6 +2,7 @@ package tokenize
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -22,7 +23,14 @@ type charSymbols struct {
 	unk          uint32
 	hasUnk       bool
 	fuseUnk      bool
+	// cutWords: a piece may be cut before each U+2581 whose previous
+	// character is not U+2581 and not in joins (see words).
+	cutWords bool
+	joins    map[rune]bool
 }
+
+// wordMark is SentencePiece's space, U+2581.
+const wordMark = "\u2581"
 
 // noID marks a character that is not a token by itself.
 const noID = ^uint32(0)
@@ -40,6 +48,7 @@ func newCharSymbols(vocab map[string]uint32, m *modelJSON) (*charSymbols, error)
 	for b := range 256 {
 		c.byteIDs[b], c.byteOK[b] = vocab[fmt.Sprintf("<0x%02X>", b)]
 	}
+	c.setWordCuts(vocab, m.IgnoreMerges)
 	if m.UnkToken != nil {
 		id, ok := vocab[*m.UnkToken]
 		if !ok {
@@ -48,6 +57,54 @@ func newCharSymbols(vocab map[string]uint32, m *modelJSON) (*charSymbols, error)
 		c.unk, c.hasUnk = id, true
 	}
 	return c, nil
+}
+
+// setWordCuts finds where pieces may be cut. BPE only ever joins
+// neighbouring symbols into a token of the vocabulary, so a place in a
+// piece between characters x and y that no token spells as "xy" is never
+// crossed: BPE on each side alone gives the same tokens as on the whole
+// (merges on either side never meet, and each side's merges happen in the
+// same order). Without a pre-tokenizer that splits words (Llama 2, Gemma)
+// a whole segment is one piece, so cutting it before each U+2581 that
+// follows another character turns one long BPE into many short ones the
+// piece cache answers. joins holds the characters x that some token spells
+// before U+2581 (Gemma 3 has ">▁</"); ignore_merges turns this off, as it
+// looks the whole piece up first.
+func (c *charSymbols) setWordCuts(vocab map[string]uint32, ignoreMerges bool) {
+	if _, ok := vocab[wordMark]; !ok || ignoreMerges {
+		return
+	}
+	c.cutWords, c.joins = true, map[rune]bool{}
+	for s := range vocab {
+		for i := strings.Index(s, wordMark); i > 0; {
+			if r, _ := utf8.DecodeLastRuneInString(s[:i]); string(r) != wordMark {
+				c.joins[r] = true
+			}
+			k := strings.Index(s[i+len(wordMark):], wordMark)
+			if k < 0 {
+				break
+			}
+			i += len(wordMark) + k
+		}
+	}
+}
+
+// nextWord returns the end of the word of piece that starts at i: the next
+// place where it may be cut, or the end.
+func (c *charSymbols) nextWord(piece string, i int) int {
+	for j := i + 1; j < len(piece); {
+		k := strings.Index(piece[j:], wordMark)
+		if k < 0 {
+			return len(piece)
+		}
+		j += k
+		r, _ := utf8.DecodeLastRuneInString(piece[:j])
+		if string(r) != wordMark && !c.joins[r] {
+			return j
+		}
+		j += len(wordMark)
+	}
+	return len(piece)
 }
 
 // appendSymbols appends the first symbols of piece to syms.

@@ -279,3 +279,31 @@ func TestChatTemplateFile(t *testing.T) {
 		t.Fatalf("chat_template.jinja: %q", got)
 	}
 }
+
+// TestWordCutsAreExact: cutting pieces before U+2581 (charSymbols.
+// setWordCuts) gives the ids of BPE on the whole piece, on text where
+// Gemma 3's one token with an inner U+2581 (">▁</") can form.
+func TestWordCutsAreExact(t *testing.T) {
+	for _, name := range []string{"llama2", "gemma3"} {
+		cut, err := LoadDir(filepath.Join("testdata", "families", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, _ := LoadDir(filepath.Join("testdata", "families", name))
+		whole.model.chars.cutWords = false
+		if !cut.model.chars.cutWords {
+			t.Fatalf("%s: no word cuts", name)
+		}
+		var g familyGolden
+		readJSON(t, filepath.Join("testdata", "families", name, "golden.json"), &g)
+		texts := []string{"a> </b> >  </ x>\u2581</y", "<b> </b>"}
+		for _, e := range g.Encode {
+			texts = append(texts, e.Text, e.Text+" > </"+e.Text)
+		}
+		for _, s := range texts {
+			if got, want := cut.Encode(nil, s, false), whole.Encode(nil, s, false); !slices.Equal(got, want) {
+				t.Errorf("%s %q: cut %v, whole %v", name, s, got, want)
+			}
+		}
+	}
+}

@@ -30,7 +30,7 @@ const common = [
 const families = [
   { name: "llama2", pkg: "tokenizer-llama2", extra: ["<s>Hello</s> world <unk>"],
     licence: "Llama 2 Community License Agreement, Copyright (c) Meta Platforms, Inc. All Rights Reserved." },
-  { name: "gemma3", pkg: "tokenizer-gemma3", extra: ["<start_of_turn>user\nHi<end_of_turn>\n<bos>x<unused7>"],
+  { name: "gemma3", pkg: "tokenizer-gemma3", extra: ["<start_of_turn>user\nHi<end_of_turn>\n<bos>x<unused7>", "<b>bold</b> </i> x> </y"],
     licence: "Gemma Terms of Use (Google): https://ai.google.dev/gemma/terms" },
 ];
 
