@@ -46,17 +46,3 @@ func cmdIdeal(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return nil
 }
-
-// tierLinks are the simulated engines' lower-tier links, from flags.
-type tierLinks struct{ cpu, disk sim.TierLink }
-
-// registerLinks binds --cpu-bandwidth, --cpu-latency, --disk-bandwidth and
-// --disk-latency, defaulting to the simulator's published figures.
-func registerLinks(fs *flag.FlagSet) *tierLinks {
-	l := &tierLinks{cpu: sim.DefaultCPULink, disk: sim.DefaultDiskLink}
-	fs.Float64Var(&l.cpu.GBps, "cpu-bandwidth", l.cpu.GBps, "GB/s loading CPU-tier blocks into the GPU (default: PCIe 4.0 x16)")
-	fs.DurationVar(&l.cpu.Latency, "cpu-latency", l.cpu.Latency, "latency of a load from the CPU tier")
-	fs.Float64Var(&l.disk.GBps, "disk-bandwidth", l.disk.GBps, "GB/s loading disk-tier blocks into the GPU (default: a PCIe 4.0 x4 NVMe SSD)")
-	fs.DurationVar(&l.disk.Latency, "disk-latency", l.disk.Latency, "latency of a load from the disk tier")
-	return l
-}

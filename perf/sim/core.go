@@ -32,6 +32,9 @@ type Core struct {
 	byKey    map[RequestKey]*Request
 	arrivals uint64
 	stats    CoreStats
+	// backlog is, per lower tier, how long its link is busy with loads
+	// already started (loads of one tier queue on its link).
+	backlog [kvstore.NumTiers]time.Duration
 }
 
 // CoreStats are counters since the core started.

@@ -12,12 +12,13 @@ import (
 //	prefill(x) = PrefillA*x^2 + PrefillB*x + PrefillC   for x > 0 new tokens in the step
 //	decode(p)  = max(DecodeMin, DecodeA*p^2 + DecodeB*p + DecodeC)
 //	             for a non-empty decode batch, p = active KV tokens / KV capacity in tokens
-//	load       = sum over lower tiers t loaded from: latency_t + blocks_t * block bytes / bandwidth_t
-//	step       = prefill + decode + load
+//	step       = prefill + decode
+//	load       = latency_t + blocks * block bytes / bandwidth_t   for blocks loaded from lower tier t
 //
-// Block bytes are KVBytesPerToken times the block size; the links are the
-// rank's (RankConfig.CPULink, DiskLink). A profile without KVBytesPerToken
-// loads for free.
+// Loads run beside the steps (loading.go): a request waits for its own, the
+// batch does not. Block bytes are KVBytesPerToken times the block size; the
+// links are the rank's (RankConfig.CPULink, DiskLink). A profile without
+// KVBytesPerToken loads for free.
 //
 // A step that both prefills and decodes pays both terms, as a mixed batch
 // in vLLM does one forward pass over more tokens.
@@ -78,9 +79,8 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 
 // StepTime returns the duration of one step that prefills prefillTokens new
 // tokens, decodes a batch holding activeKV of capacityKV tokens (decoding
-// says whether there is a decode batch at all), and spends load bringing
-// blocks back from lower tiers (RankConfig's links).
-func (p *Profile) StepTime(prefillTokens int, decoding bool, activeKV, capacityKV int, load time.Duration) time.Duration {
+// says whether there is a decode batch at all).
+func (p *Profile) StepTime(prefillTokens int, decoding bool, activeKV, capacityKV int) time.Duration {
 	ms := 0.0
 	if prefillTokens > 0 {
 		x := float64(prefillTokens)
@@ -94,7 +94,7 @@ func (p *Profile) StepTime(prefillTokens int, decoding bool, activeKV, capacityK
 		ms += max(p.DecodeMin, p.DecodeA*u*u+p.DecodeB*u+p.DecodeC)
 	}
 	if ms <= 0 {
-		return max(load, 0)
+		return 0
 	}
-	return time.Duration(ms*float64(time.Millisecond)) + max(load, 0)
+	return time.Duration(ms * float64(time.Millisecond))
 }

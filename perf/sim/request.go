@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/wire"
 )
@@ -27,6 +29,9 @@ type Request struct {
 	seed       uint64
 	stopTokens map[uint32]bool
 	arrival    uint64 // admission order, for preemption (newest first)
+	// loading is how long until the blocks it loads from lower tiers are
+	// on the GPU; it is not computed before.
+	loading time.Duration
 }
 
 // RequestKey identifies a request to whoever submitted it.

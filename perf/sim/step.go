@@ -36,6 +36,9 @@ func (c *Core) Step() StepResult {
 	// Running requests first, oldest first; make room by preempting the newest.
 	for i := 0; i < len(c.running) && budget > 0; i++ {
 		r := c.running[i]
+		if r.loading > 0 {
+			continue // its blocks are still on their way up from a lower tier
+		}
 		n := min(r.target-r.computed, budget)
 		if !c.ensureBlocks(r, r.computed+n) {
 			i = c.preemptFor(r, i)
@@ -49,16 +52,26 @@ func (c *Core) Step() StepResult {
 	// Then admit waiting requests while budget and batch slots remain.
 	for len(c.waiting) > 0 && budget > 0 && len(c.running) < c.cfg.MaxRunning {
 		r := c.waiting[0]
-		if !c.admit(r, budget, &res.Loads) {
+		var loads [kvstore.NumTiers]int
+		if !c.admit(r, budget, &loads) {
 			break
 		}
 		c.waiting = c.waiting[1:]
 		c.running = append(c.running, r)
+		for t, n := range loads {
+			res.Loads[t] += n
+		}
+		if r.loading = c.startLoads(&loads); r.loading > 0 {
+			continue // computes once its blocks are up; the batch goes on meanwhile
+		}
 		n := min(r.target-r.computed, budget)
 		batch = append(batch, scheduled{r: r, tokens: n})
 		budget -= n
 	}
 	if len(batch) == 0 {
+		// Nothing to compute: wait for the first load to finish, if any.
+		res.Duration = c.nextLoad()
+		c.elapse(res.Duration)
 		res.Events = c.blocks.takeEvents()
 		return res
 	}
@@ -72,7 +85,8 @@ func (c *Core) Step() StepResult {
 		}
 	}
 	res.Duration = c.cfg.Profile.StepTime(res.PrefillTokens, res.DecodeSeqs > 0, activeKV,
-		c.cfg.GPUBlocks*c.cfg.BlockSize, c.cfg.loadTime(&res.Loads))
+		c.cfg.GPUBlocks*c.cfg.BlockSize)
+	c.elapse(res.Duration)
 	for _, s := range batch {
 		if out, ok := c.advance(s.r, s.tokens); ok {
 			res.Outputs = append(res.Outputs, out)
@@ -174,7 +188,7 @@ func (c *Core) preemptFor(r *Request, i int) int {
 		}
 		c.running = slices.DeleteFunc(c.running, func(x *Request) bool { return x == victim })
 		c.blocks.release(victim.table)
-		victim.table, victim.computed = nil, 0
+		victim.table, victim.computed, victim.loading = nil, 0, 0
 		victim.target = len(victim.tokens)
 		c.waiting = append([]*Request{victim}, c.waiting...)
 		c.stats.Preemptions++

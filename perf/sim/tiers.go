@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -55,13 +54,6 @@ func (l TierLink) validate(name string) error {
 // blockBytes is the KV size of one block under the rank's profile.
 func (c *RankConfig) blockBytes() float64 {
 	return c.Profile.KVBytesPerToken * float64(c.BlockSize)
-}
-
-// loadTime is the time a step spends loading loads[t] blocks from each
-// lower tier t.
-func (c *RankConfig) loadTime(loads *[kvstore.NumTiers]int) time.Duration {
-	bb := c.blockBytes()
-	return c.CPULink.LoadTime(loads[kvstore.TierCPU], bb) + c.DiskLink.LoadTime(loads[kvstore.TierDisk], bb)
 }
 
 // Capacities returns the tiers the rank has and their sizes in blocks, as
