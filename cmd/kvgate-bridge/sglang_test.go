@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
+	"github.com/kvgate/kvgate/kvstore"
 )
 
 // TestSGLangRefused: --engine-kind sglang in front of an SGLang server
@@ -35,5 +39,31 @@ func TestSGLangRefused(t *testing.T) {
 		if rc != 1 || !strings.Contains(log.String(), "engine refused") || !strings.Contains(log.String(), c.want) {
 			t.Errorf("%s: exit %d, log %s; want 1 and %q", c.url, rc, log.String(), c.want)
 		}
+	}
+}
+
+// TestVLLMKindWarnsOfSGLang: --engine-kind vllm in front of an SGLang
+// server still starts (its OpenAI API may serve), with a warning that
+// names --engine-kind sglang.
+func TestVLLMKindWarnsOfSGLang(t *testing.T) {
+	sgl, err := vllmtest.Start("m", 16, 64, vllmtest.SGLang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sgl.Close()
+	c, err := parseFlags([]string{"--engine-url", sgl.URL, "--model", "m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 16, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if _, err := startVLLM(context.Background(), c, h, slog.New(slog.NewJSONHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "run kvgate-bridge with --engine-kind sglang") {
+		t.Fatalf("log: %s", log.String())
 	}
 }
