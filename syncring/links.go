@@ -169,19 +169,20 @@ func (r *Ring) acceptLoop(ctx context.Context, ln net.Listener) {
 			}
 			return
 		}
+		leave := r.gate.Enter(nc) // here, in accept order: the gate closes the oldest
 		r.wg.Add(1)
-		go func() { defer r.wg.Done(); r.serveInbound(ctx, nc) }()
+		go func() { defer r.wg.Done(); r.serveInbound(ctx, nc, leave) }()
 	}
 }
 
 // serveInbound authenticates a peer and feeds its messages to the ring
-// loop. It is the only reader of the connection and keeps the receiving
+// loop; leave takes it out of the handshake gate once authenticated or
+// refused. It is the only reader of the connection and keeps the receiving
 // delta state. Any malformed frame or message ends the connection.
-func (r *Ring) serveInbound(ctx context.Context, nc net.Conn) {
+func (r *Ring) serveInbound(ctx context.Context, nc net.Conn, leave func()) {
 	r.track(nc, true)
 	defer r.track(nc, false)
 	defer nc.Close()
-	leave := r.gate.Enter(nc)
 	hctx, cancel := context.WithTimeout(ctx, r.cfg.HandshakeTimeout)
 	c, err := wire.Server(hctx, nc, r.handshake(), nil)
 	cancel()

@@ -123,8 +123,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return err
 		}
+		leave := s.gate.Enter(nc) // here, in accept order: the gate closes the oldest
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.serveConn(nc) }()
+		go func() { defer s.wg.Done(); s.serveConn(nc, leave) }()
 	}
 }
 
@@ -135,10 +136,13 @@ func (s *Server) Draining() bool {
 	return s.draining
 }
 
-func (s *Server) serveConn(nc net.Conn) {
+// serveConn runs one router connection; leave takes it out of the
+// handshake gate.
+func (s *Server) serveConn(nc net.Conn, leave func()) {
 	s.mu.Lock()
 	if s.ctx.Err() != nil || s.suspended != "" {
 		s.mu.Unlock()
+		leave()
 		nc.Close() // a suspended engine refuses before the handshake: never ready
 		return
 	}
@@ -149,7 +153,6 @@ func (s *Server) serveConn(nc net.Conn) {
 		delete(s.raw, nc)
 		s.mu.Unlock()
 	}()
-	leave := s.gate.Enter(nc)
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.HandshakeTimeout)
 	wc, err := wire.Server(ctx, nc, &wire.HandshakeConfig{Local: s.cfg.Handshake, Secret: s.cfg.Secret}, &s.cfg.Limits)
 	cancel()
