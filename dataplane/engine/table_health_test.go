@@ -83,7 +83,7 @@ func ttLast(t testing.TB, s *Stream) error {
 func TestUnresponsiveEngine(t *testing.T) {
 	eng := ttStartEngine(t, ttHandshake("e"), nil)
 	p, lg := ttPool(t, func(c *Config) {
-		c.PingInterval, c.PingTimeout, c.DropAfter = 20*time.Millisecond, 200*time.Millisecond, time.Hour
+		c.PingInterval, c.PingTimeout, c.DropAfter = 20*time.Millisecond, time.Second, time.Hour
 	}, eng.addr)
 	e := p.Engines()[0]
 	c := eng.accept(t)
