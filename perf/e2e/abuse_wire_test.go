@@ -124,9 +124,9 @@ func TestWireRequestOverLimits(t *testing.T) {
 }
 
 // hungBound is how soon kvgate must take a SIGSTOPped engine out of
-// routing with --engine-ping-interval 200ms --engine-ping-timeout 1s: the
-// next PING within 200 ms, unanswered for 1 s, seen at the watcher's next
-// tick (250 ms); the rest is slack for a loaded machine.
+// routing with --engine-ping-interval 200ms --engine-ping-timeout 2s: the
+// next PING within 200 ms, unanswered for 2 s, seen at the watcher's next
+// tick (200 ms); the rest is slack for a loaded machine.
 const hungBound = 10 * time.Second
 
 // TestWireHungEngine: kvgate in front of two kvgate-sims; one is
@@ -143,7 +143,7 @@ func TestWireHungEngine(t *testing.T) {
 		addrs = append(addrs, p.waitLog(t, "serving")["addr"].(string))
 	}
 	_, base := startKvgate(t, "--engine", strings.Join(addrs, ","), "--policy", "round-robin",
-		"--engine-ping-interval", "200ms", "--engine-ping-timeout", "1s", "--engine-drop-after", "2m")
+		"--engine-ping-interval", "200ms", "--engine-ping-timeout", "2s", "--engine-drop-after", "2m")
 	admin := adminOf(t, base)
 	waitReady(t, base)
 	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
@@ -260,7 +260,7 @@ func TestWireHungBeforeFirstToken(t *testing.T) {
 	fast := start(t, "kvgate-sim", "--listen", "127.0.0.1:0", "--id", "sim-fast", "--model", model, "--profile", "zero")
 	addrs := []string{slow.waitLog(t, "serving")["addr"].(string), fast.waitLog(t, "serving")["addr"].(string)}
 	kv, base := startKvgate(t, "--engine", strings.Join(addrs, ","), "--policy", "round-robin",
-		"--engine-ping-interval", "200ms", "--engine-ping-timeout", "1s")
+		"--engine-ping-interval", "200ms", "--engine-ping-timeout", "2s")
 	admin := adminOf(t, base)
 	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		st, err := engineStates(admin)
