@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -285,7 +286,14 @@ func TestTokenizerFamiliesSpeed(t *testing.T) {
 			continue
 		}
 		t.Run(fam.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
 			tj, tok := loadFamily(t, fam.pkg, nil)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			t.Logf("%-7s tokenizer.json %.1f MB; the loaded tokenizer holds %.1f MB of heap", fam.name,
+				float64(len(tj))/1e6, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)-int64(len(tj)))/1e6)
 			req := &hfRequest{JSON: string(tj), Bench: &hfBenchReq{Texts: texts, Seconds: 3}}
 			for _, name := range speedKinds {
 				req.Encode = append(req.Encode, hfEncode{Text: texts[name]})
