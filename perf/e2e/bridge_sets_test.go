@@ -13,9 +13,9 @@ import (
 	"github.com/kvgate/kvgate/kvstore"
 )
 
-// indexSets is kvgate's index per engine (its address), its ranks summed:
-// blocks and the wrapping sum of their hashes per tier, from /debug/state.
-func indexSets(t *testing.T, admin string) map[string]vllmtest.TierSet {
+// indexSlots is kvgate's index per engine (its address) and rank: blocks
+// and the wrapping sum of their hashes per tier, from /debug/state.
+func indexSlots(t *testing.T, admin string) map[string]map[int]vllmtest.TierSet {
 	t.Helper()
 	r, err := http.Get(admin + "/debug/state")
 	if err != nil {
@@ -26,6 +26,7 @@ func indexSets(t *testing.T, admin string) map[string]vllmtest.TierSet {
 		Index struct {
 			Engines []struct {
 				Engine           string
+				Rank             int
 				Blocks, HashSums [kvstore.NumTiers]uint64
 			} `json:"engines"`
 		} `json:"index"`
@@ -33,14 +34,29 @@ func indexSets(t *testing.T, admin string) map[string]vllmtest.TierSet {
 	if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]vllmtest.TierSet{}
+	out := map[string]map[int]vllmtest.TierSet{}
 	for _, e := range st.Index.Engines {
-		v := out[e.Engine]
-		for i := range kvstore.NumTiers {
-			v.Blocks[i] += e.Blocks[i]
-			v.Sums[i] += e.HashSums[i]
+		if out[e.Engine] == nil {
+			out[e.Engine] = map[int]vllmtest.TierSet{}
 		}
-		out[e.Engine] = v
+		out[e.Engine][e.Rank] = vllmtest.TierSet{Blocks: e.Blocks, Sums: e.HashSums}
+	}
+	return out
+}
+
+// indexSets is kvgate's index per engine, its ranks summed.
+func indexSets(t *testing.T, admin string) map[string]vllmtest.TierSet {
+	t.Helper()
+	out := map[string]vllmtest.TierSet{}
+	for engine, ranks := range indexSlots(t, admin) {
+		var v vllmtest.TierSet
+		for _, s := range ranks {
+			for i := range kvstore.NumTiers {
+				v.Blocks[i] += s.Blocks[i]
+				v.Sums[i] += s.Sums[i]
+			}
+		}
+		out[engine] = v
 	}
 	return out
 }

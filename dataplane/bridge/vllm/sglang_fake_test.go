@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"reflect"
 	"sync"
 	"testing"
@@ -117,4 +118,25 @@ func snapshotSet(tr *vllm.Translator) vllmtest.TierSet {
 		}
 	}
 	return s
+}
+
+// TestFakeSGLangDPMetrics: a DP-attention server's gauges are read per
+// dp_rank: each rank's queue and pool are its own.
+func TestFakeSGLangDPMetrics(t *testing.T) {
+	dp, err := vllmtest.StartSGLangDP("m", 4, 12, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	dp.Ranks[1].SetQueued(5)
+	dp.Ranks[0].Serve(tokens(1))
+	m, err := vllm.ScrapeMetrics(context.Background(), http.DefaultClient, dp.URL+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := vllm.Loads(m, 2, 0, 4)
+	if len(m) != 2 || loads[0].Waiting != 0 || loads[1].Waiting != 5 || loads[0].Tiers[0].Total != 12 || loads[1].Tiers[0].Total != 12 ||
+		loads[0].Tiers[0].Used != uint64(dp.Ranks[0].Blocks()) || loads[1].Tiers[0].Used != 0 {
+		t.Fatalf("metrics %+v, loads %+v", m, loads)
+	}
 }

@@ -77,6 +77,7 @@ type options struct {
 	loras                map[string]int
 	incremental          bool // SGLang: --incremental-streaming-output
 	topic                *string
+	rank, dpSize         int // SGLang with DP attention (sglang_dp.go)
 }
 
 // WithReplayTopic publishes under topic and answers replay requests as a
@@ -117,7 +118,7 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
 		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
-		sgl: sglangState{incremental: a.incremental}, topic: []byte{}}
+		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{}}
 	if a.topic != nil {
 		f.topic, f.topicInReplay = []byte(*a.topic), true
 	}
@@ -310,7 +311,7 @@ func (f *Fake) publish(evs []vllm.Event) {
 	if f.Encoding == SGLang {
 		evs = perPage(evs)
 	}
-	payload := EncodeBatch(f.Encoding, &vllm.Batch{TS: float64(time.Now().UnixNano()) / 1e9, Events: evs, HasRank: true})
+	payload := EncodeBatch(f.Encoding, &vllm.Batch{TS: float64(time.Now().UnixNano()) / 1e9, Events: evs, HasRank: true, DPRank: f.sgl.rank})
 	seq := f.seq
 	f.seq++
 	var sb [8]byte

@@ -28,13 +28,15 @@ import (
 //     1 first;
 //
 // and publishes its events as RadixCache does: one BlockStored or
-// BlockRemoved per page, chained page by page.
+// BlockRemoved per page, chained page by page. SGLangDP (sglang_dp.go) is
+// a server of several DP-attention ranks.
 
 // sglangState is the SGLang mode's own state; guarded by Fake.mu.
 type sglangState struct {
-	incremental bool
-	queued      int // what num_queue_reqs says (SetQueued)
-	rids        int
+	incremental  bool
+	queued       int // what num_queue_reqs says (SetQueued)
+	rids         int
+	rank, dpSize int // this rank of a server with dpSize DP-attention ranks
 }
 
 // WithIncrementalStreaming makes a fake SGLang stream only the new ids in
@@ -180,27 +182,47 @@ func (f *Fake) serverInfo(w http.ResponseWriter, _ *http.Request) {
 		"replay_endpoint": "tcp://*:" + port(f.ReplayURL), "topic": ""})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"model_path": f.Model, "served_model_name": f.Model, "page_size": f.BlockSize,
-		"tp_size": 1, "dp_size": 1, "enable_dp_attention": false, "kv_events_config": string(events), "enable_metrics": true,
+		"tp_size": f.sgl.dpSize, "dp_size": f.sgl.dpSize, "enable_dp_attention": f.sgl.dpSize > 1, "kv_events_config": string(events), "enable_metrics": true,
 		"enable_priority_scheduling": false, "schedule_low_priority_values_first": false,
 		"max_total_num_tokens": f.Capacity * f.BlockSize, "version": "0.5.5"})
 }
 
 func (f *Fake) sglangMetrics(w http.ResponseWriter, _ *http.Request) {
-	f.mu.Lock()
-	running, queued, used := f.running, f.sgl.queued, len(f.cache)
-	f.mu.Unlock()
+	writeSGLangMetrics(w, []*Fake{f})
+}
+
+// writeSGLangMetrics writes the scheduler gauges of ranks, one fake per
+// DP rank: with one rank, two TP ranks export (TP rank 1 first); with DP
+// attention, each DP rank's scheduler exports under its dp_rank, its TP
+// rank the DP rank's (one attention-TP rank each).
+func writeSGLangMetrics(w http.ResponseWriter, ranks []*Fake) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	gauge := func(name, help string, v float64) {
+	type stats struct{ running, queued, used int }
+	st := make([]stats, len(ranks))
+	for i, f := range ranks {
+		f.mu.Lock()
+		st[i] = stats{f.running, f.sgl.queued, len(f.cache)}
+		f.mu.Unlock()
+	}
+	gauge := func(name, help string, v func(f *Fake, s stats) float64) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
-		for _, tp := range []int{1, 0} {
-			fmt.Fprintf(w, "%s{engine_type=\"unified\",model_name=%q,moe_ep_rank=\"%d\",pp_rank=\"0\",tp_rank=\"%d\"} %s\n", name, f.Model, tp, tp, pyFloat(v))
+		for i, f := range ranks {
+			if f.sgl.dpSize > 1 {
+				fmt.Fprintf(w, "%s{dp_rank=\"%d\",engine_type=\"unified\",model_name=%q,moe_ep_rank=\"%d\",pp_rank=\"0\",tp_rank=\"%d\"} %s\n",
+					name, f.sgl.rank, f.Model, f.sgl.rank, f.sgl.rank, pyFloat(v(f, st[i])))
+				continue
+			}
+			for _, tp := range []int{1, 0} {
+				fmt.Fprintf(w, "%s{engine_type=\"unified\",model_name=%q,moe_ep_rank=\"%d\",pp_rank=\"0\",tp_rank=\"%d\"} %s\n", name, f.Model, tp, tp, pyFloat(v(f, st[i])))
+			}
 		}
 	}
-	gauge("sglang:num_running_reqs", "The number of running requests.", float64(running))
-	gauge("sglang:num_used_tokens", "The number of used tokens.", float64(used*f.BlockSize))
-	gauge("sglang:token_usage", "The token usage.", float64(used)/float64(f.Capacity))
-	gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", float64(queued))
-	gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", float64(f.Capacity*f.BlockSize))
+	gauge("sglang:num_running_reqs", "The number of running requests.", func(_ *Fake, s stats) float64 { return float64(s.running) })
+	gauge("sglang:num_used_tokens", "The number of used tokens.", func(f *Fake, s stats) float64 { return float64(s.used * f.BlockSize) })
+	gauge("sglang:token_usage", "The token usage.", func(f *Fake, s stats) float64 { return float64(s.used) / float64(f.Capacity) })
+	gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", func(_ *Fake, s stats) float64 { return float64(s.queued) })
+	gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
+		func(f *Fake, _ stats) float64 { return float64(f.Capacity * f.BlockSize) })
 }
 
 // pyFloat spells v as Python's repr of a float does in prometheus_client's
