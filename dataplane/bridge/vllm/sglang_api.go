@@ -68,8 +68,9 @@ type SGLangServer struct {
 // what the bridge's flags say.
 var ErrSGLangMismatch = errors.New("vllm: the SGLang server differs from the bridge's flags")
 
-// FetchSGLangServer reads url's /get_server_info. A server that answers
-// without SGLang's fields (no page_size or version) is not SGLang.
+// FetchSGLangServer reads url's /get_server_info. A server without it (404)
+// or that answers without SGLang's fields (no page_size or version) is not
+// SGLang (ErrSGLangMismatch); another status is an error to try again on.
 func FetchSGLangServer(ctx context.Context, c *http.Client, url string) (*SGLangServer, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", url+"/get_server_info", nil)
 	if err != nil {
@@ -80,8 +81,11 @@ func FetchSGLangServer(ctx context.Context, c *http.Client, url string) (*SGLang
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
 		return nil, fmt.Errorf("%w: %s/get_server_info answered %d: not an SGLang server", ErrSGLangMismatch, url, resp.StatusCode)
+	case resp.StatusCode != http.StatusOK: // starting, overloaded: ask again
+		return nil, fmt.Errorf("vllm: %s/get_server_info answered %d", url, resp.StatusCode)
 	}
 	var s SGLangServer
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {

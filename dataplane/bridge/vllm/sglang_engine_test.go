@@ -256,3 +256,13 @@ func TestSGLangServerCheck(t *testing.T) {
 		t.Errorf("vLLM taken for SGLang: %v", err)
 	}
 }
+
+// TestFetchSGLangServerStarting: a server that answers 503 (starting) is
+// not refused as not SGLang: it is asked again.
+func TestFetchSGLangServerStarting(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	defer hs.Close()
+	if _, err := vllm.FetchSGLangServer(context.Background(), http.DefaultClient, hs.URL); err == nil || errors.Is(err, vllm.ErrSGLangMismatch) {
+		t.Fatalf("a starting server: %v", err)
+	}
+}
