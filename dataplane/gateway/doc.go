@@ -5,4 +5,11 @@
 // stream the engine's tokens back through the API's encoder, and re-route
 // a request whose engine failed before its first token. Requests for
 // models that only HTTP engines serve go to dataplane/passthrough.
+//
+// A request can fail only itself: what the model's context or the wire
+// protocol cannot take is refused here with a 400 naming the field
+// (limits.go), before an engine sees it; an engine's refusal of a request
+// for what it holds is answered, never retried elsewhere (engineerr.go);
+// every path, a client leaving mid-stream included, ends its response
+// exactly once, and a panic is a 500 in the API's shape.
 package gateway
