@@ -193,6 +193,55 @@ func (m metaspaceStep) apply(tokens []string) []string {
 	return tokens
 }
 
+// Decode appends the text of ids; special added tokens are left out when
+// skipSpecial. For a byte-level tokenizer it is the bytes the ids stand
+// for, which may end inside a UTF-8 sequence (see Stream); otherwise the
+// text the tokenizer's decoder gives for the ids together.
+func (t *Tokenizer) Decode(dst []byte, ids []uint32, skipSpecial bool) []byte {
+	if t.dec != nil {
+		return append(dst, t.decodeChain(ids, skipSpecial)...)
+	}
+	for _, id := range ids {
+		if a, ok := t.added[id]; ok {
+			if !(skipSpecial && a.Special) {
+				dst = append(dst, a.Content...)
+			}
+			continue
+		}
+		if int(id) < len(t.spelling) {
+			dst = append(dst, t.spelling[id]...)
+		}
+	}
+	return dst
+}
+
+// decodeChain runs a SentencePiece-style decoder over the ids' tokens;
+// ids outside the vocabulary are skipped, as tokenizers skips them.
+func (t *Tokenizer) decodeChain(ids []uint32, skipSpecial bool) string {
+	tokens := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if a, ok := t.added[id]; ok {
+			if !(skipSpecial && a.Special) {
+				tokens = append(tokens, a.Content)
+			}
+			continue
+		}
+		if int(id) < len(t.spelling) && t.spelling[id] != nil {
+			tokens = append(tokens, string(t.spelling[id]))
+		}
+	}
+	return t.dec.decode(tokens)
+}
+
+// DecodeString decodes ids to text, replacing invalid UTF-8 as Hugging Face
+// does (errors="replace").
+func (t *Tokenizer) DecodeString(ids []uint32, skipSpecial bool) string {
+	if t.dec != nil {
+		return t.decodeChain(ids, skipSpecial)
+	}
+	return toValidUTF8(string(t.Decode(nil, ids, skipSpecial)))
+}
+
 // checkDecoder accepts the decoder of a byte-level tokenizer, which
 // Decode implements by the byte alphabet.
 func checkDecoder(c *componentJSON) error {
