@@ -48,14 +48,16 @@ import (
 // /get_server_info (its ServerArgs, the scheduler's info and the version):
 // the fields the bridge checks its flags against and drives it by.
 type SGLangServer struct {
-	Version         string  `json:"version"`
-	ServedModelName string  `json:"served_model_name"`
-	ModelPath       string  `json:"model_path"`
-	PageSize        int     `json:"page_size"`
-	DPSize          int     `json:"dp_size"`
-	DPAttention     bool    `json:"enable_dp_attention"`
-	KVEventsConfig  *string `json:"kv_events_config"`
-	EnableMetrics   bool    `json:"enable_metrics"`
+	Version         string `json:"version"`
+	ServedModelName string `json:"served_model_name"`
+	ModelPath       string `json:"model_path"`
+	PageSize        int    `json:"page_size"`
+	DPSize          int    `json:"dp_size"`
+	DPAttention     bool   `json:"enable_dp_attention"`
+	// KVEventsConfig is --kv-events-config as the server holds it (a JSON
+	// string, or null without events).
+	KVEventsConfig json.RawMessage `json:"kv_events_config"`
+	EnableMetrics  bool            `json:"enable_metrics"`
 	// MaxTotalNumTokens is the KV pool in tokens (the scheduler's info).
 	MaxTotalNumTokens uint64 `json:"max_total_num_tokens"`
 	// Priority scheduling is off unless --enable-priority-scheduling;
@@ -114,7 +116,7 @@ func (s *SGLangServer) Check(model string, blockSize, dpRanks int, events bool) 
 	if dp := max(s.DPSize, 1); dp != dpRanks {
 		diffs = append(diffs, fmt.Sprintf("--dp-ranks %d, but the server's --dp-size is %d", dpRanks, dp))
 	}
-	if events && (s.KVEventsConfig == nil || *s.KVEventsConfig == "") {
+	if c := string(s.KVEventsConfig); events && (c == "" || c == "null" || c == `""`) {
 		diffs = append(diffs, "--kv-events, but the server runs without --kv-events-config")
 	}
 	if len(diffs) > 0 {

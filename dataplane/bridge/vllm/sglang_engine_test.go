@@ -243,7 +243,7 @@ func TestSGLangServerCheck(t *testing.T) {
 			t.Errorf("%v: want %q", err, want)
 		}
 	}
-	s.KVEventsConfig = nil
+	s.KVEventsConfig = json.RawMessage("null")
 	if err := s.Check("m", 4, 1, true); err == nil || !strings.Contains(err.Error(), "without --kv-events-config") {
 		t.Errorf("no events: %v", err)
 	}
