@@ -71,8 +71,9 @@ type SGLangServer struct {
 var ErrSGLangMismatch = errors.New("vllm: the SGLang server differs from the bridge's flags")
 
 // FetchSGLangServer reads url's /get_server_info. A server without it (404)
-// or that answers without SGLang's fields (no page_size or version) is not
-// SGLang (ErrSGLangMismatch); another status is an error to try again on.
+// or that answers without ServerArgs' model_path and served_model_name is
+// not SGLang (ErrSGLangMismatch); another status is an error to try again
+// on. Older versions say no version (only the ServerArgs).
 func FetchSGLangServer(ctx context.Context, c *http.Client, url string) (*SGLangServer, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", url+"/get_server_info", nil)
 	if err != nil {
@@ -93,8 +94,11 @@ func FetchSGLangServer(ctx context.Context, c *http.Client, url string) (*SGLang
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		return nil, fmt.Errorf("reading %s/get_server_info: %w", url, err)
 	}
-	if s.PageSize == 0 || s.Version == "" {
-		return nil, fmt.Errorf("%w: %s/get_server_info has no page_size or version: not an SGLang server", ErrSGLangMismatch, url)
+	if s.ModelPath == "" && s.ServedModelName == "" {
+		return nil, fmt.Errorf("%w: %s/get_server_info has no model_path or served_model_name: not an SGLang server", ErrSGLangMismatch, url)
+	}
+	if s.PageSize == 0 { // versions before --page-size: token by token
+		s.PageSize = 1
 	}
 	return &s, nil
 }
