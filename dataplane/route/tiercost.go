@@ -34,13 +34,20 @@ var (
 
 // TransferMs is the time to load n blocks of tier t (0 for none).
 func (tc *TierCosts) TransferMs(t kvstore.Tier, n uint32) float64 {
-	if n == 0 || t >= kvstore.NumTiers {
+	if t >= kvstore.NumTiers {
 		return 0
 	}
-	l := &tc.Links[t]
+	return tc.Links[t].ms(n, tc.BlockBytes)
+}
+
+// ms is the time to load n blocks of blockBytes each over l.
+func (l *TierLink) ms(n uint32, blockBytes float64) float64 {
+	if n == 0 {
+		return 0
+	}
 	ms := l.LatencyMs
 	if l.BytesPerMs > 0 {
-		ms += float64(n) * tc.BlockBytes / l.BytesPerMs
+		ms += float64(n) * blockBytes / l.BytesPerMs
 	}
 	return ms
 }
@@ -67,23 +74,19 @@ func (w *Weights) TierCostsOf(a *wire.TierCosts, blockSize int) TierCosts {
 // counts as uncached (only under a fixed CPUBlockCost or DiskBlockCost,
 // the override) and the ms of transfer for the rest, at c's tier costs.
 func (w *Weights) lowerTiers(c *Candidate) (uncachedBlocks, transferMs float64) {
-	tc := &c.Tiers
-	if tc.BlockBytes == 0 {
-		d := w.TierCostsOf(&wire.TierCosts{}, c.BlockSize)
-		tc = &d
+	bb, cpu, disk := c.Tiers.BlockBytes, &c.Tiers.Links[kvstore.TierCPU], &c.Tiers.Links[kvstore.TierDisk]
+	if bb == 0 { // nothing announced: the defaults
+		bb, cpu, disk = w.KVBytesPerToken*float64(c.BlockSize), &w.CPULink, &w.DiskLink
 	}
-	for _, t := range [...]struct {
-		tier  kvstore.Tier
-		fixed float64
-	}{{kvstore.TierCPU, w.CPUBlockCost}, {kvstore.TierDisk, w.DiskBlockCost}} {
-		n := c.Match.Blocks[t.tier]
-		switch {
-		case n == 0:
-		case t.fixed >= 0:
-			uncachedBlocks += float64(n) * t.fixed
-		default:
-			transferMs += tc.TransferMs(t.tier, n)
-		}
+	if n := c.Match.Blocks[kvstore.TierCPU]; w.CPUBlockCost >= 0 {
+		uncachedBlocks += float64(n) * w.CPUBlockCost
+	} else {
+		transferMs += cpu.ms(n, bb)
+	}
+	if n := c.Match.Blocks[kvstore.TierDisk]; w.DiskBlockCost >= 0 {
+		uncachedBlocks += float64(n) * w.DiskBlockCost
+	} else {
+		transferMs += disk.ms(n, bb)
 	}
 	return uncachedBlocks, transferMs
 }
