@@ -14,7 +14,7 @@ import (
 // limit). A request an engine refused for what it holds fails the same
 // everywhere, and each retry would cost another engine its work.
 func retryable(err error) bool {
-	if errors.Is(err, engine.ErrEngineDown) {
+	if errors.Is(err, engine.ErrEngineDown) || errors.Is(err, engine.ErrNotReady) {
 		return true
 	}
 	var re *wire.RemoteError
@@ -28,10 +28,14 @@ func retryable(err error) bool {
 	return false
 }
 
-// engineError is the client's answer to an engine's refusal: a request
-// over the engine's limits or otherwise invalid is the client's (400),
+// engineError is the client's answer to an engine's refusal, or to the
+// engine package's own refusal to send a GENERATE over the wire's limits:
+// a request over the limits or otherwise invalid is the client's (400),
 // anything else a bad gateway (502).
 func engineError(err error) *api.Error {
+	if errors.Is(err, wire.ErrLimit) || errors.Is(err, wire.ErrFrameTooLarge) { // refused before sending
+		return api.BadRequest("", "the request is over the wire protocol's limits: "+err.Error())
+	}
 	var re *wire.RemoteError
 	if errors.As(err, &re) {
 		switch re.Code {

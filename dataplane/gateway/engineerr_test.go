@@ -25,6 +25,9 @@ func TestEngineErrors(t *testing.T) {
 		status int
 	}{
 		{"engine down", engine.ErrEngineDown, true, 502},
+		{"engine not ready", engine.ErrNotReady, true, 502},
+		{"refused before sending", fmt.Errorf("engine a: GENERATE stop_token_ids: why: %w", wire.ErrLimit), false, 400},
+		{"frame refused before sending", fmt.Errorf("engine a: GENERATE why: %w", wire.ErrFrameTooLarge), false, 400},
 		{"overloaded", remote(wire.CodeOverloaded), true, 502},
 		{"stream limit", remote(wire.CodeStreamLimit), true, 502},
 		{"bad request", remote(wire.CodeBadRequest), false, 400},

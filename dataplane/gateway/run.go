@@ -108,7 +108,10 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 	gen.Model, gen.LoRAID = []byte(base), lora
 	s, err := d.Engine.Generate(gen)
 	if err != nil {
-		return 0, true, err
+		if retryable(err) {
+			return 0, true, err
+		}
+		return out.fail(engineError(err)), false, nil // refused before sending: the request's own fault
 	}
 	defer func() {
 		if p := recover(); p != nil {
