@@ -246,3 +246,16 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond) // the poll interval
 	}
 }
+
+// TestPromptOverTheWireLimit: with a context larger than the wire's
+// prompt limit (--max-model-len 2M), a prompt over the wire's 1M tokens is
+// a 400 at the gateway, not a GENERATE that would break the engine's
+// connection.
+func TestPromptOverTheWireLimit(t *testing.T) {
+	gw := startGatewayWith(t, gwOptions{maxModelLen: 2 << 20})
+	resp, body := post(t, gw.base+"/v1/completions", "", `{"model":"`+model+`","prompt":`+ids(1<<20+1)+`,"max_tokens":1}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"param":"prompt"`) || !strings.Contains(body, "at most 1048576") {
+		t.Fatalf("%d %.300s", resp.StatusCode, body)
+	}
+	waitInflightZero(t, gw.srv)
+}
