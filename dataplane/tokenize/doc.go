@@ -7,8 +7,9 @@
 //   - BPE in both of the forms models ship: byte-level (Qwen2/2.5/3,
 //     Llama 3, DeepSeek: the model's normaliser, pre-tokenizer splits) and
 //     SentencePiece style (Llama 2, Mistral, Gemma: characters with
-//     byte_fallback and fused unknowns, the Prepend and Replace
-//     normalisers, Metaspace, literal Split), with added (special) tokens,
+//     byte_fallback and fused unknowns, the Prepend, Replace and
+//     Precompiled (SentencePiece charsmap) normalisers, Metaspace, literal
+//     Split), with added (special) tokens,
 //     checked against Hugging Face's own implementation by golden vectors
 //     (testdata/) and, on the full files, by perf/e2e;
 //   - decoding by the model's decoder (ByteLevel, or Replace, ByteFallback,
@@ -18,7 +19,7 @@
 //     later turns only tokenize what is new;
 //   - streaming detokenization that never splits a UTF-8 sequence.
 //
-// Anything else (Unigram and WordPiece models, the Precompiled
-// SentencePiece charsmap, Regex Replace patterns) is refused by name at
-// load.
+// Anything else (Unigram, WordPiece and WordLevel models, Regex patterns
+// in Replace or in Split other than the GPT-4 family's, BERT-style
+// components) is refused by name at load.
 package tokenize

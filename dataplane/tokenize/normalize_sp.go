@@ -27,8 +27,10 @@ func newSentencePieceNormalizer(c *componentJSON) (normalizer, error) {
 			return nil, unsupported("normalizer Replace without content")
 		}
 		return replaceNormalizer{old: old, new: *c.Content}, nil
+	case "Precompiled":
+		return newPrecompiled(c.PrecompiledCharsmap)
 	}
-	return nil, unsupported("normalizer %q (the SentencePiece charsmap is not implemented)", c.Type)
+	return nil, unsupported("normalizer %q", c.Type)
 }
 
 // literalPattern returns the String of a Split or Replace pattern. A Regex

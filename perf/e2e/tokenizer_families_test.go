@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,19 +31,26 @@ import (
 // converter writes for legacy=false and Mistral v0.3 ships (no normalizer,
 // a Metaspace pre-tokenizer with prepend_scheme "first" and split false);
 // "llama2-metaspace-split" has prepend_scheme "always", split true and the
-// Metaspace decoder.
+// Metaspace decoder; "llama2-precompiled" adds SentencePiece's nmt_nfkc
+// charsmap as a Precompiled normalizer (the layout of T5's and XLM-R's
+// conversions; the charsmap from dataplane/tokenize/testdata/precompiled).
 var tokenizerFamilies = []struct {
 	name, pkg string
 	special   []string // added tokens to put inside the corpus text
-	edit      func(m map[string]any)
+	edit      func(t *testing.T, m map[string]any)
 }{
 	{name: "llama2", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>", "<unk>"}},
-	{name: "llama2-metaspace", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(m map[string]any) {
+	{name: "llama2-metaspace", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(t *testing.T, m map[string]any) {
 		m["normalizer"] = nil
 		m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false}
 	}},
-	{name: "llama2-metaspace-split", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(m map[string]any) {
+	{name: "llama2-metaspace-split", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(t *testing.T, m map[string]any) {
 		m["normalizer"] = nil
+		m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}
+		m["decoder"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}
+	}},
+	{name: "llama2-precompiled", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(t *testing.T, m map[string]any) {
+		m["normalizer"] = map[string]any{"type": "Precompiled", "precompiled_charsmap": nmtNFKC(t)}
 		m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}
 		m["decoder"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}
 	}},
@@ -117,7 +127,7 @@ func runHF(t *testing.T, req *hfRequest) *hfReply {
 
 // loadFamily returns the family's tokenizer.json (edited if the family
 // says so), its tokenizer_config.json and kvgate's tokenizer of them.
-func loadFamily(t *testing.T, pkg string, edit func(map[string]any)) (tj []byte, tok *tokenize.Tokenizer) {
+func loadFamily(t *testing.T, pkg string, edit func(*testing.T, map[string]any)) (tj []byte, tok *tokenize.Tokenizer) {
 	t.Helper()
 	dir := familyDir(pkg)
 	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
@@ -129,7 +139,7 @@ func loadFamily(t *testing.T, pkg string, edit func(map[string]any)) (tj []byte,
 		if err := json.Unmarshal(tj, &m); err != nil {
 			t.Fatal(err)
 		}
-		edit(m)
+		edit(t, m)
 		if tj, err = json.Marshal(m); err != nil {
 			t.Fatal(err)
 		}
@@ -360,4 +370,24 @@ func speedTexts(t *testing.T) map[string]string {
 	}
 	return map[string]string{"english": read("../../*.md", "../../*/*.md", "../*.md"),
 		"code": read("../../kvstore/*.go", "../../wire/*.go"), "cjk": cjk.String()}
+}
+
+// nmtNFKC returns SentencePiece's nmt_nfkc charsmap in base64, as a
+// Precompiled normalizer carries it.
+func nmtNFKC(t *testing.T) string {
+	t.Helper()
+	f, err := os.Open("../../dataplane/tokenize/testdata/precompiled/nmt_nfkc.bin.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(raw)
 }

@@ -1,0 +1,97 @@
+package tokenize
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"testing"
+)
+
+// nmtNFKC returns SentencePiece's nmt_nfkc charsmap, base64 as in
+// tokenizer.json (testdata/precompiled).
+func nmtNFKC(t testing.TB) string {
+	t.Helper()
+	gz, err := os.ReadFile("testdata/precompiled/nmt_nfkc.bin.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// TestPrecompiled checks the trie lookup and the grapheme-wise
+// normalization on spm_precompiled's own test vectors (src/tests.rs,
+// 3795b14), which come from SentencePiece.
+func TestPrecompiled(t *testing.T) {
+	cm := nmtNFKC(t)
+	p, err := newPrecompiled(&cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{"\ufb01": "fi", "𝔾": "G", "𝕠": "o", "\u200d": " "} {
+		if got, ok := p.transform(in); !ok || got != want {
+			t.Errorf("transform(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	if got, ok := p.transform(" "); ok {
+		t.Errorf("transform(\" \") = %q, want none", got)
+	}
+	for in, want := range map[string]string{
+		"เขาไม่ได้พูดสักคำ": "เขาไม\u0e48ได\u0e49พ\u0e39ดส\u0e31กค\u0e4dา",
+		"ड़ी दुख":                 "ड\u093cी द\u0941ख",
+		"\u0627\u0653":            "آ", // one grapheme of two characters, replaced whole
+		"plain ascii stays as is": "plain ascii stays as is",
+	} {
+		if got := p.normalize(in, nil); got != want {
+			t.Errorf("normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var a textArena
+	if got := p.normalize("ﬁne 𝔾ood", &a); got != "fine Good" {
+		t.Errorf("normalize in an arena: %q", got)
+	}
+	if _, err := New(mustJSON(t, map[string]any{"normalizer": map[string]any{"type": "Precompiled", "precompiled_charsmap": "AAAA"},
+		"model": map[string]any{"type": "BPE", "vocab": map[string]int{"a": 0}, "merges": []string{}}}), nil); err == nil {
+		t.Error("a charsmap too short for its trie was accepted")
+	}
+}
+
+// TestPrecompiledTokenizer: a SentencePiece tokenizer with the charsmap
+// normalizes before BPE (ﬁ becomes f, i).
+func TestPrecompiledTokenizer(t *testing.T) {
+	cm := nmtNFKC(t)
+	tok := spTokenizer(t, func(m map[string]any) {
+		m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{
+			map[string]any{"type": "Precompiled", "precompiled_charsmap": cm},
+			map[string]any{"type": "Prepend", "prepend": "▁"},
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"}}}
+	})
+	if got, want := tok.Encode(nil, "\ufb01 𝕒", false), tok.ids(t, "▁", "<0x66>", "i", "▁a"); !slices.Equal(got, want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	text := "The 𝔾reat ﬁle, ｆｕｌｌｗｉｄｔｈ"
+	dst := tok.Encode(nil, text, false)
+	if a := testing.AllocsPerRun(20, func() { dst = tok.Encode(dst[:0], text, false) }); a != 0 && !raceEnabled {
+		t.Fatalf("%v allocs per Encode", a)
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
