@@ -6,6 +6,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -28,10 +29,13 @@ const (
 	// StateUnresponsive: connected, but a PING went unanswered for
 	// PingTimeout; ready again at the engine's next frame.
 	StateUnresponsive
+	// StateDrained: drained or removed (Pool.Drain, Pool.Remove): its
+	// streams are over, it is disconnected and its blocks left the index.
+	StateDrained
 )
 
 func (s State) String() string {
-	names := [...]string{"connecting", "ready", "draining", "down", "unresponsive"}
+	names := [...]string{"connecting", "ready", "draining", "down", "unresponsive", "drained"}
 	if int(s) < 0 || int(s) >= len(names) {
 		return fmt.Sprintf("state(%d)", int32(s))
 	}
@@ -43,6 +47,16 @@ type Engine struct {
 	Addr string
 	pool *Pool
 	log  *slog.Logger
+	pos  int // place in the pool, unique among its members (Pos)
+
+	// Membership (membership.go): stop ends run, done closes when it has
+	// returned; leaving refuses new requests from the moment the engine is
+	// drained or removed. retiring, retired and forget are guarded by the
+	// pool's membership lock.
+	stop                      context.CancelFunc
+	done                      chan struct{}
+	leaving                   atomic.Bool
+	retiring, retired, forget bool
 
 	state atomic.Int32
 	// prof is what the last handshake said, replaced whole on each one, so
@@ -56,6 +70,10 @@ type Engine struct {
 	load      atomic.Pointer[loadReport]
 	lastSeq   []uint64 // per rank; guarded by the read loop
 	snapshots map[uint16][]kvstore.Event
+	// snapAwait counts the ranks whose first snapshot the session awaits
+	// before the engine takes requests; the session goroutine's (it runs
+	// the read loop).
+	snapAwait int
 }
 
 // Info returns the engine's handshake (zero until first connected).
@@ -90,8 +108,20 @@ func (e *Engine) profile() *profile {
 	return noProfile
 }
 
-// State returns the connection state.
-func (e *Engine) State() State { return State(e.state.Load()) }
+// State returns the connection state. A ready engine that is being
+// drained or removed is draining.
+func (e *Engine) State() State {
+	s := State(e.state.Load())
+	if s == StateReady && e.leaving.Load() {
+		return StateDraining
+	}
+	return s
+}
+
+// Pos is the engine's place in the pool: unique among the pool's members
+// while it is one, and given to a later engine once it has left. The ring's
+// load vectors (syncring) are indexed by it.
+func (e *Engine) Pos() int { return e.pos }
 
 // Ready reports whether the engine takes new requests.
 func (e *Engine) Ready() bool { return e.State() == StateReady }
@@ -207,6 +237,11 @@ func (e *Engine) applySnapshot(m *wire.Snapshot) {
 		e.lastSeq[m.DPRank] = m.Seq
 	}
 	delete(e.snapshots, m.DPRank)
+	if e.snapAwait > 0 {
+		if e.snapAwait--; e.snapAwait == 0 {
+			e.admit("snapshot applied")
+		}
+	}
 }
 
 // convertEvents copies wire events (views into the read buffer) into

@@ -19,4 +19,12 @@ var (
 	// ErrTokenTimeout ends a started stream that had no frame for
 	// Config.TokenTimeout.
 	ErrTokenTimeout = errors.New("engine: no token within the token timeout")
+	// ErrBadAddress refuses an engine address that is not HOST:PORT.
+	ErrBadAddress = errors.New("engine: bad address")
+	// ErrEngineExists refuses adding an address the pool already has.
+	ErrEngineExists = errors.New("engine: already in the pool")
+	// ErrUnknownEngine: no engine of the pool has that address or id.
+	ErrUnknownEngine = errors.New("engine: no such engine")
+	// ErrPoolClosed refuses changes to a closed pool.
+	ErrPoolClosed = errors.New("engine: pool closed")
 )

@@ -33,8 +33,10 @@ func watchTick(cfg *Config) time.Duration {
 //   - marks the engine unresponsive once that PING is PingTimeout old,
 //     and ready again at the next frame;
 //   - closes silent and the connection once it is DropAfter old;
-//   - ends started streams that have had no frame for TokenTimeout.
-func (e *Engine) watch(c *wire.Conn, stop <-chan struct{}, heard *atomic.Uint64, silent chan<- struct{}) {
+//   - ends started streams that have had no frame for TokenTimeout;
+//   - admits the engine at admitBy (when not zero) if its snapshot has not
+//     admitted it before.
+func (e *Engine) watch(c *wire.Conn, stop <-chan struct{}, heard *atomic.Uint64, silent chan<- struct{}, admitBy time.Time) {
 	cfg := &e.pool.cfg
 	t := time.NewTicker(watchTick(cfg))
 	defer t.Stop()
@@ -87,6 +89,18 @@ func (e *Engine) watch(c *wire.Conn, stop <-chan struct{}, heard *atomic.Uint64,
 		if cfg.TokenTimeout > 0 {
 			e.endQuietStreams(c, now, cfg.TokenTimeout)
 		}
+		if !admitBy.IsZero() && !now.Before(admitBy) {
+			admitBy = time.Time{}
+			e.admit("no snapshot within the snapshot wait")
+		}
+	}
+}
+
+// admit makes a connecting engine ready: its snapshot is in the index, or
+// the wait for it is over. Only the session's goroutines call it.
+func (e *Engine) admit(why string) {
+	if e.state.CompareAndSwap(int32(StateConnecting), int32(StateReady)) {
+		e.log.Debug("engine admitted", "engine", e.Addr, "why", why)
 	}
 }
 

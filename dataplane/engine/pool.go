@@ -33,6 +33,12 @@ type Config struct {
 	// WriteTimeout bounds each write to an engine; a write that takes
 	// longer ends the connection.
 	WriteTimeout time.Duration
+	// SnapshotWait bounds how long an engine that answers SNAPSHOT_REQUEST
+	// waits for its snapshot before it takes requests (membership.go).
+	SnapshotWait time.Duration
+	// DrainTimeout bounds how long a drained or removed engine keeps its
+	// open streams; those still open then end with ErrEngineDown.
+	DrainTimeout time.Duration
 	Limits       wire.Limits
 	Logger       *slog.Logger
 }
@@ -40,7 +46,8 @@ type Config struct {
 // DefaultConfig returns the pool defaults.
 func DefaultConfig() Config {
 	return Config{RouterID: "kvgate", DialTimeout: 5 * time.Second, PingInterval: time.Second, PingTimeout: 3 * time.Second,
-		DropAfter: 30 * time.Second, TokenTimeout: time.Minute, WriteTimeout: 10 * time.Second, Limits: wire.DefaultLimits()}
+		DropAfter: 30 * time.Second, TokenTimeout: time.Minute, WriteTimeout: 10 * time.Second,
+		SnapshotWait: 5 * time.Second, DrainTimeout: 5 * time.Minute, Limits: wire.DefaultLimits()}
 }
 
 // Validate reports settings the pool cannot run with.
@@ -52,19 +59,26 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: ping timeout %v must be positive and drop-after %v at least as long", c.PingTimeout, c.DropAfter)
 	case c.TokenTimeout < 0:
 		return fmt.Errorf("engine: token timeout %v is negative", c.TokenTimeout)
+	case c.SnapshotWait < 0 || c.DrainTimeout < 0:
+		return fmt.Errorf("engine: snapshot wait %v and drain timeout %v must not be negative", c.SnapshotWait, c.DrainTimeout)
 	}
 	return c.Limits.Validate()
 }
 
 // Pool is the set of engines a router knows, with the shared KV index.
+// Engines join (Add) and leave (Remove, Drain) at run time: membership.go.
 type Pool struct {
-	cfg     Config
-	log     *slog.Logger
-	index   *kvstore.Index
-	engines []*Engine
+	cfg   Config
+	log   *slog.Logger
+	index *kvstore.Index
+	// engines is the published membership: a new slice on every change,
+	// never modified once stored, so routing reads it without a lock.
+	engines atomic.Pointer[[]*Engine]
+	mem     membership // guarded by mem.mu
 	metrics poolMetrics
 	hashMu  sync.Mutex
 	hashers map[kvstore.HashConfig]*kvstore.Hasher // shared: a router hashes a prompt once per scheme
+	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -89,19 +103,27 @@ func NewPool(cfg Config, index *kvstore.Index, addrs []string) *Pool {
 		}
 	}
 	cfg.DropAfter = max(cfg.DropAfter, cfg.PingTimeout)
+	if cfg.SnapshotWait == 0 {
+		cfg.SnapshotWait = def.SnapshotWait
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = def.DrainTimeout
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{cfg: cfg, log: cfg.Logger, index: index, cancel: cancel, hashers: map[kvstore.HashConfig]*kvstore.Hasher{}}
+	p := &Pool{cfg: cfg, log: cfg.Logger, index: index, ctx: ctx, cancel: cancel, hashers: map[kvstore.HashConfig]*kvstore.Hasher{}}
+	p.mem.init()
+	p.engines.Store(&[]*Engine{})
 	for _, a := range addrs {
-		e := &Engine{Addr: a, pool: p, log: cfg.Logger}
-		p.engines = append(p.engines, e)
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); e.run(ctx) }()
+		if _, err := p.Add(a); err != nil {
+			p.log.Warn("engine listed twice", "engine", a, "err", err)
+		}
 	}
 	return p
 }
 
-// Engines returns every engine, ready or not.
-func (p *Pool) Engines() []*Engine { return p.engines }
+// Engines returns every engine, ready or not: a snapshot of the
+// membership, which the caller must not modify.
+func (p *Pool) Engines() []*Engine { return *p.engines.Load() }
 
 // Index returns the shared KV block index.
 func (p *Pool) Index() *kvstore.Index { return p.index }
@@ -115,7 +137,7 @@ func (p *Pool) WaitReady(ctx context.Context, n int) error {
 	defer t.Stop()
 	for {
 		ready := 0
-		for _, e := range p.engines {
+		for _, e := range p.Engines() {
 			if e.Ready() {
 				ready++
 			}
@@ -164,13 +186,9 @@ func (p *Pool) checkEngine(h *wire.Handshake) error {
 
 // Close disconnects from every engine.
 func (p *Pool) Close() {
-	p.cancel()
-	for _, e := range p.engines {
-		e.mu.Lock()
-		if e.conn != nil {
-			e.conn.Close()
-		}
-		e.mu.Unlock()
-	}
+	p.mem.mu.Lock()
+	p.mem.closed = true
+	p.mem.mu.Unlock()
+	p.cancel() // each session closes its connection (session.go)
 	p.wg.Wait()
 }

@@ -67,18 +67,28 @@ func (e *Engine) session(ctx context.Context) error {
 		_ = c.SendError(0, wire.CodeHashScheme, err.Error())
 		return err
 	}
+	// Pool.Close, Pool.Remove and Pool.Drain end the session by ctx: the
+	// read loop may be waiting for a frame.
+	defer context.AfterFunc(ctx, func() { _ = c.Close() })()
 	info := &e.profile().info
+	e.pool.membershipChanged() // the engine's id is known now
+	// A new engine takes requests once its snapshot is in the index
+	// (admit), or after SnapshotWait without one (the watcher).
+	admitBy := time.Time{}
+	e.snapAwait = 0
 	if info.Features&wire.FeatureSnapshot != 0 {
+		e.snapAwait, admitBy = max(int(info.DPRanks), 1), time.Now().Add(e.pool.cfg.SnapshotWait)
 		if err := c.Send(0, &wire.SnapshotRequest{SnapshotID: 1}); err != nil {
 			return err
 		}
+	} else {
+		e.state.Store(int32(StateReady))
 	}
-	e.state.Store(int32(StateReady))
 	e.log.Info("engine connected", "engine", e.Addr, "id", info.ID, "models", info.Models,
 		"block_size", info.BlockSize, "dp_ranks", info.DPRanks)
 	stop, silent, watched := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var heard atomic.Uint64
-	go func() { defer close(watched); e.watch(c, stop, &heard, silent) }()
+	go func() { defer close(watched); e.watch(c, stop, &heard, silent, admitBy) }()
 	defer func() { // the watcher never outlives its session: it changes the engine's state
 		close(stop)
 		_ = c.Close() // a write it has under way fails now
