@@ -33,6 +33,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	maxRequests := fs.Int("max-requests", 0, "replay only the workload's first N requests (0: all)")
 	links := registerLinks(fs)
 	weights := route.DefaultWeights()
+	fs.Float64Var(&weights.PrefillTokensPerMs, "prefill-rate", weights.PrefillTokensPerMs, "kv: the engines' prefill rate in tokens/ms, as the routers assume it")
 	fs.Float64Var(&weights.CPUBlockCost, "cpu-block-cost", weights.CPUBlockCost, "kv: a CPU-tier block's cost as a fraction of recomputing it (negative: its transfer time)")
 	fs.Float64Var(&weights.DiskBlockCost, "disk-block-cost", weights.DiskBlockCost, "kv: a disk-tier block's cost as a fraction of recomputing it (negative: its transfer time)")
 	jsonOut := fs.String("json", "", "write results as JSON")
@@ -68,7 +69,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cmp := &comparison{Comparison: &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
 		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
 		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests, "cpu_link": links.cpu.String(), "disk_link": links.disk.String(),
-		"cpu_block_cost": weights.CPUBlockCost, "disk_block_cost": weights.DiskBlockCost,
+		"prefill_rate": weights.PrefillTokensPerMs, "cpu_block_cost": weights.CPUBlockCost, "disk_block_cost": weights.DiskBlockCost,
 		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
