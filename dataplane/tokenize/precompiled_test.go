@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"unicode/utf8"
 )
 
 // nmtNFKC returns SentencePiece's nmt_nfkc charsmap, base64 as in
@@ -94,4 +95,54 @@ func mustJSON(t testing.TB, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// FuzzPrecompiled: any text normalizes without panicking into valid UTF-8,
+// and text the charsmap leaves alone comes back as it was.
+func FuzzPrecompiled(f *testing.F) {
+	for _, s := range []string{"ﬁne 𝔾ood", "เขาไม่ได้พูดสักคำ", "ड़ी दुख", "\u0627\u0653", "plain", "a\x00b", "\xff\xfe"} {
+		f.Add(s)
+	}
+	cm := nmtNFKC(f)
+	p, err := newPrecompiled(&cm)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = toValidUTF8(s)
+		got := p.normalize(s, nil)
+		if !utf8.ValidString(got) {
+			t.Fatalf("normalize(%q) = %q, not UTF-8", s, got)
+		}
+		if again := p.normalize(got, nil); got == s && again != s {
+			t.Fatalf("unchanged text %q changed on a second pass: %q", s, again)
+		}
+	})
+}
+
+// FuzzSentencePieceDecode: any ids, in the vocabulary or not, decode and
+// stream without panicking, into valid UTF-8.
+func FuzzSentencePieceDecode(f *testing.F) {
+	f.Add([]byte{1, 0, 200, 3, 4, 0xff, 0xff})
+	tok, err := LoadDir("testdata/families/llama2")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var ids []uint32
+		for i := 0; i+1 < len(b); i += 2 {
+			ids = append(ids, uint32(b[i])|uint32(b[i+1])<<8)
+		}
+		if s := tok.DecodeString(ids, b != nil && len(b)%2 == 1); !utf8.ValidString(s) {
+			t.Fatalf("decode %v: %q", ids, s)
+		}
+		st := tok.NewStream(false)
+		var out []byte
+		for _, id := range ids {
+			out = st.Next(out, []uint32{id})
+		}
+		if out = st.Flush(out); !utf8.Valid(out) {
+			t.Fatalf("stream %v: %q", ids, out)
+		}
+	})
 }
