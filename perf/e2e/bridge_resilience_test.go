@@ -69,8 +69,9 @@ func TestBridgeSurvivesPublisherRestartAndCut(t *testing.T) {
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_subscriber_reconnects_total ", " 1")
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_event_losses_total ", " 0")
 
-	// The engine restarts on the same ports.
-	old := f.Blocks()
+	// The engine restarts on the same ports. settle compares hash sets, and
+	// the new engine holds none of the old one's blocks (its prompts are
+	// new): the index equal to it has forgotten them.
 	f.Close()
 	ev, rp, hp := f.Addrs()
 	f, err = vllmtest.Start(model, 16, 48, vllmtest.Tagged, vllmtest.WithAddrs(ev, rp, hp))
@@ -79,9 +80,6 @@ func TestBridgeSurvivesPublisherRestartAndCut(t *testing.T) {
 	}
 	complete(t, base, text(), 1)
 	settle(f)
-	if f.Blocks() >= old {
-		t.Fatalf("the restarted engine holds %d blocks, the old one %d: the index cannot tell them apart", f.Blocks(), old)
-	}
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_publisher_restarts_total ", " 1")
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_event_losses_total ", " 1")
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_subscribers_connected ", " 1")

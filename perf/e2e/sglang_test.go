@@ -102,11 +102,10 @@ func TestBridgeToFakeSGLang(t *testing.T) {
 	if f, err = vllmtest.Start(model, sglPage, sglPages, vllmtest.SGLang, vllmtest.WithAddrs(ev, rp, hp)); err != nil {
 		t.Fatal(err)
 	}
+	// The first prompt again: the new engine computes it afresh, and the
+	// index, equal to the new engine's pages, has forgotten the old one's.
 	sglangAnswers(t, base, f, tok, first)
 	waitSet(t, admin, addr, f, nil, nudge)
-	if f.Blocks() >= sglPages {
-		t.Fatalf("the restarted engine holds %d pages: the index cannot tell it from the old one", f.Blocks())
-	}
 	waitMetric(t, bridgeAdmin, "kvgate_bridge_publisher_restarts_total ", " 1")
 	for range 8 {
 		complete(t, base, text(), 1)
