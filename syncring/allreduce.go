@@ -53,6 +53,7 @@ func (s *loopState) start(id uint64) {
 	size := loadValues*e + n
 	rd := &round{id: id, acc: make([]int64, size), started: time.Now()}
 	var snap uint64
+	clear(s.own)
 	s.r.cfg.Source.ReadLoad(s.own, func() { snap = s.r.snap.Add(1) })
 	for k, ci := range s.order {
 		l := s.own[ci]

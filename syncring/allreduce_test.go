@@ -28,7 +28,7 @@ func TestRoundStateMachine(t *testing.T) {
 		s.linkUp(links[id])
 		p := s.peers[id]
 		p.hbSeen, p.heard = true, time.Now()
-		p.hb = heartbeat{Incarnation: 7, Engines: r.engines, Hears: []string{"a", "b", "c"}}
+		p.hb = heartbeat{Incarnation: 7, EngineKeys: s.local, Hears: []string{"a", "b", "c"}}
 	}
 	s.reform()
 	if !slices.Equal(s.members, []string{"a", "b", "c"}) || s.rank != 1 {

@@ -40,7 +40,7 @@ func TestUnauthenticatedChangesNothing(t *testing.T) {
 	nc.Close()
 
 	// Authenticated, but with a made-up epoch.
-	good := &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RolePeer, ID: "r01"}, Secret: []byte("ring-secret")}
+	good := &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RolePeer, ID: "r01", Features: wire.FeatureRingByKey}, Secret: []byte("ring-secret")}
 	c, err := wire.Dial(ctx, target.addr, good, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func TestSilentPeersBounded(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	good := &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RolePeer, ID: "r07"}, Secret: []byte("ring-secret")}
+	good := &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RolePeer, ID: "r07", Features: wire.FeatureRingByKey}, Secret: []byte("ring-secret")}
 	c, err := wire.Dial(ctx, target.addr, good, nil)
 	if err != nil {
 		t.Fatalf("a peer with the secret among the silent ones: %v", err)

@@ -105,6 +105,9 @@ func (r *Ring) handshake() *wire.HandshakeConfig {
 			if p.ID == "" {
 				return &wire.CheckError{Code: wire.CodeProtocol, Err: errors.New("replica without an id")}
 			}
+			if p.Features&wire.FeatureRingByKey == 0 {
+				return &wire.CheckError{Code: wire.CodeVersion, Err: fmt.Errorf("replica %q speaks ring format 1 (engines by position); this one speaks 2 (engines by key): run one version in a ring", p.ID)}
+			}
 			return nil
 		},
 	}
@@ -113,12 +116,15 @@ func (r *Ring) handshake() *wire.HandshakeConfig {
 func (r *Ring) features() wire.Feature {
 	switch r.cfg.Codec {
 	case wire.CodecS2:
-		return wire.FeatureS2
+		return wire.FeatureRingByKey | wire.FeatureS2
 	case wire.CodecZstd:
-		return wire.FeatureZstd
+		return wire.FeatureRingByKey | wire.FeatureZstd
 	}
-	return 0
+	return wire.FeatureRingByKey
 }
+
+// codecFeatures are the compression bits of features.
+const codecFeatures = wire.FeatureS2 | wire.FeatureZstd
 
 // dialLoop keeps an outbound link to addr until ctx ends or addr turns out
 // to be this replica itself.
@@ -134,7 +140,7 @@ func (r *Ring) dialLoop(ctx context.Context, addr string) {
 				r.log.Debug("ring: peer address is this replica", "addr", addr)
 				return
 			}
-			if r.cfg.Codec != wire.CodecNone && c.Peer.Features&r.features() != 0 {
+			if r.cfg.Codec != wire.CodecNone && c.Peer.Features&r.features()&codecFeatures != 0 {
 				c.SetCodec(r.cfg.Codec)
 			}
 			l := newLink(c.Peer.ID, addr, c, r.cfg.DeadAfter)

@@ -7,10 +7,13 @@ import (
 
 // loopState is everything the ring loop owns.
 type loopState struct {
-	r       *Ring
-	order   []int // vector position of engine k (sorted keys) -> caller's index
-	posOf   []int // caller's index -> vector position (read-only after init)
-	peers   map[string]*peer
+	r *Ring
+	// keys are the caller's engine keys by position, local their sorted
+	// distinct set, shared the epoch's vector keys (engines.go); order maps
+	// a vector position to the caller's position.
+	keys, local, shared []string
+	order               []int
+	peers               map[string]*peer
 	members []string // sorted, this replica included
 	rank    int
 	epoch   uint64
@@ -33,21 +36,16 @@ type loopState struct {
 
 func (s *loopState) init(r *Ring) {
 	s.r, s.peers = r, map[string]*peer{}
-	keys := slices.Clone(r.cfg.Engines)
-	slices.Sort(keys)
-	s.posOf = make([]int, len(keys))
-	for k, key := range keys {
-		ci := slices.Index(r.cfg.Engines, key)
-		s.order = append(s.order, ci)
-		s.posOf[ci] = k
-	}
-	n := loadValues * len(keys)
+	s.keys = slices.Clone(r.cfg.Engines)
+	s.local = localKeys(s.keys)
+	s.shared = s.local // alone, this replica shares its own set
+	n := loadValues * len(s.shared)
 	s.contrib, s.pendingSum = make([]int64, n), make([]int64, n)
-	s.own = make([]Load, len(keys))
+	s.own = make([]Load, len(s.keys))
 	s.members, s.rank = []string{r.cfg.ID}, 0
-	s.epoch = s.epochOf(s.members)
+	s.epoch = s.epochOf(s.members, s.shared)
 	s.epochNum = 1
-	r.epochID.Store(s.epoch)
+	s.remap()
 }
 
 // receive dispatches one peer message. Heartbeats and digests count from
@@ -89,7 +87,7 @@ func (s *loopState) heartbeat() {
 }
 
 func (s *loopState) sendHeartbeat(p *peer) {
-	h := heartbeat{Incarnation: s.r.incarnation, Engines: s.r.engines, EpochNum: s.epochNum,
+	h := heartbeat{Incarnation: s.r.incarnation, Engines: engineSetHash(s.local), EngineKeys: s.local, EpochNum: s.epochNum,
 		RoundsDone: s.done, RoundsAbandoned: s.abandoned, RoundMicros: s.lastMicros, RoundBytes: s.lastBytes,
 		ViewTokens: uint64(max(s.viewTokens(), 0)), Hears: s.heard(time.Now())}
 	s.send(p.link, appendHeartbeat(nil, s.epoch, &h))
@@ -140,9 +138,10 @@ func (s *loopState) send(l *link, body []byte) bool {
 	return true
 }
 
-// publishView makes the peers' load visible to routing, in caller order.
+// publishView makes the peers' load visible to routing, by the caller's
+// positions.
 func (s *loopState) publishView() {
-	v := make([]Load, len(s.order))
+	v := make([]Load, len(s.keys))
 	for k, ci := range s.order {
 		i := k * loadValues
 		v[ci] = Load{PrefillTokens: s.contrib[i] + s.pendingSum[i], DecodeTokens: s.contrib[i+1] + s.pendingSum[i+1],

@@ -34,9 +34,9 @@ func (s *loopState) hears(p *peer, now time.Time) bool {
 	return p.link != nil && p.hbSeen && now.Sub(p.heard) < s.r.cfg.DeadAfter
 }
 
-// alive: we hear p, p hears us, and it has our engine set.
+// alive: we hear p and p hears us (engine sets may differ: engines.go).
 func (s *loopState) alive(p *peer, now time.Time) bool {
-	return s.hears(p, now) && p.hb.Engines == s.r.engines && slices.Contains(p.hb.Hears, s.r.cfg.ID)
+	return s.hears(p, now) && slices.Contains(p.hb.Hears, s.r.cfg.ID)
 }
 
 // heard lists the peers this replica hears, for its heartbeat.
@@ -95,7 +95,8 @@ func (s *loopState) reform() {
 		}
 	}
 	slices.Sort(members)
-	epoch := s.epochOf(members)
+	shared := s.sharedKeys(members)
+	epoch := s.epochOf(members, shared)
 	if epoch == s.epoch {
 		return
 	}
@@ -105,23 +106,46 @@ func (s *loopState) reform() {
 	s.epochNum++
 	s.rank = slices.Index(members, s.r.cfg.ID)
 	s.lastRound = 0
-	s.r.epochID.Store(epoch)
 	for id, p := range s.peers {
 		if !slices.Contains(members, id) {
 			s.dropPending(p, ^uint64(0))
 		}
 	}
+	if !slices.Equal(shared, s.shared) {
+		s.reshape(shared)
+	}
 	if len(members) == 1 {
 		clear(s.contrib) // alone: no peer load
 		s.total = 0
 	}
+	s.remap()
 	s.publishView()
-	s.r.log.Info("ring: re-formed", "id", s.r.cfg.ID, "epoch", s.epochNum, "members", members, "was", old)
+	s.r.log.Info("ring: re-formed", "id", s.r.cfg.ID, "epoch", s.epochNum, "members", members, "was", old,
+		"shared_engines", len(shared), "engines", len(s.local))
 	s.publishStats()
 }
 
-func (s *loopState) epochOf(members []string) uint64 {
-	b := binary.LittleEndian.AppendUint64(nil, s.r.engines)
+// reshape lays the peers' load out over a new shared set: each key keeps
+// its last reduced load; reservations pending by the old positions are
+// dropped (the next round counts them).
+func (s *loopState) reshape(shared []string) {
+	contrib := make([]int64, loadValues*len(shared))
+	for k, key := range shared {
+		if j, ok := slices.BinarySearch(s.shared, key); ok {
+			copy(contrib[k*loadValues:(k+1)*loadValues], s.contrib[j*loadValues:(j+1)*loadValues])
+		}
+	}
+	s.shared, s.contrib = shared, contrib
+	s.pendingSum = make([]int64, len(contrib))
+	for _, p := range s.peers {
+		p.pending = nil
+	}
+}
+
+// epochOf identifies a ring: its members, their incarnations and the
+// engine keys its vectors cover.
+func (s *loopState) epochOf(members, shared []string) uint64 {
+	b := binary.LittleEndian.AppendUint64(nil, engineSetHash(shared))
 	for _, id := range members {
 		inc := s.r.incarnation
 		if id != s.r.cfg.ID {

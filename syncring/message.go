@@ -6,11 +6,12 @@ import (
 	"fmt"
 )
 
-// kind is a ring message's first byte (RING.md).
+// kind is a ring message's first byte (RING.md). Kind 1 was format 1's
+// HEARTBEAT, without engine keys; it is no longer sent or accepted.
 type kind uint8
 
 const (
-	kindHeartbeat kind = 1
+	kindHeartbeat kind = 5
 	kindChunk     kind = 2
 	kindReserve   kind = 3
 	kindDigest    kind = 4
@@ -35,7 +36,7 @@ var errMalformed = errors.New("syncring: malformed ring message")
 // heartbeat says a replica is alive and what it sees (RING.md, HEARTBEAT).
 type heartbeat struct {
 	Incarnation     uint64 // the sender's start time; a restart is a new member
-	Engines         uint64 // hash of the sender's engine set; rings form only among equal sets
+	Engines         uint64 // hash of EngineKeys (for operators and quick comparison)
 	EpochNum        uint64 // how many epochs the sender has been through
 	RoundsDone      uint64
 	RoundsAbandoned uint64
@@ -46,6 +47,9 @@ type heartbeat struct {
 	// replicas that hear each other, so a one-way partition excludes a peer
 	// on both sides instead of stalling every round.
 	Hears []string
+	// EngineKeys are the sender's engine keys, sorted, distinct: the ring
+	// reduces over the keys all members list (engines.go).
+	EngineKeys []string
 }
 
 // chunk is one step of a ring all-reduce: a slice of the load vector.
@@ -98,6 +102,11 @@ func appendHeartbeat(b []byte, epoch uint64, h *heartbeat) []byte {
 	for _, id := range h.Hears {
 		b = append(b, byte(len(id)))
 		b = append(b, id[:min(len(id), 255)]...)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(h.EngineKeys)))
+	for _, k := range h.EngineKeys {
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(k)))
+		b = append(b, k...)
 	}
 	return b
 }
@@ -228,6 +237,15 @@ func decodeMessage(body []byte, m *message, base func(c *chunk, n int) []int64) 
 		h.Hears = h.Hears[:0]
 		for range n {
 			h.Hears = append(h.Hears, string(d.take(int(d.u8()))))
+		}
+		n = d.count(maxEngineKeys, 2)
+		h.EngineKeys = h.EngineKeys[:0]
+		for i := range n {
+			k := string(d.take(int(d.u16())))
+			if d.err == nil && (k == "" || i > 0 && k <= h.EngineKeys[i-1]) {
+				d.err = errMalformed // sorted and distinct, or a receiver's intersection breaks
+			}
+			h.EngineKeys = append(h.EngineKeys, k)
 		}
 	case kindChunk:
 		c := &m.Chunk

@@ -13,7 +13,7 @@ import (
 
 func TestMessagesRoundTrip(t *testing.T) {
 	hb := heartbeat{Incarnation: 1, Engines: 2, EpochNum: 3, RoundsDone: 4, RoundsAbandoned: 5, RoundMicros: 6,
-		RoundBytes: 7, ViewTokens: 8, Hears: []string{"a", "bb"}}
+		RoundBytes: 7, ViewTokens: 8, Hears: []string{"a", "bb"}, EngineKeys: []string{"10.0.0.1:7000", "engine-b"}}
 	var m message
 	if err := decodeMessage(appendHeartbeat(nil, 99, &hb), &m, nil); err != nil || m.Epoch != 99 || !reflect.DeepEqual(m.Heartbeat, hb) {
 		t.Fatalf("heartbeat: %v %+v", err, m.Heartbeat)
@@ -69,6 +69,13 @@ func TestMalformedMessages(t *testing.T) {
 	}
 	if err := decodeMessage([]byte{9, 0, 0, 0, 0, 0, 0, 0, 0}, &m, noBase); err == nil {
 		t.Fatal("unknown kind decoded")
+	}
+	unsorted := appendHeartbeat(nil, 1, &heartbeat{EngineKeys: []string{"b", "a"}})
+	if err := decodeMessage(unsorted, &m, noBase); !errors.Is(err, errMalformed) {
+		t.Fatalf("a heartbeat with unsorted engine keys: %v", err)
+	}
+	if err := decodeMessage(append([]byte{1}, unsorted[1:]...), &m, noBase); err == nil {
+		t.Fatal("a format-1 HEARTBEAT (kind 1) decoded")
 	}
 }
 

@@ -15,6 +15,7 @@ type reserver struct {
 	r       *Ring
 	mu      sync.Mutex
 	batch   reserveBatch
+	epoch   uint64 // the epoch whose vector positions batch uses
 	timer   *time.Timer
 	armed   bool      // timer pending
 	last    time.Time // last broadcast
@@ -24,13 +25,16 @@ type reserver struct {
 func (b *reserver) init(r *Ring) { b.r = r }
 
 // Reserve tells the other replicas at once (within BroadcastDelay) that
-// this replica's load on engine (an index into Config.Engines) has just
-// changed by d: a routing decision's reservation (prefill tokens and one
-// request), a first token (prefill moved to decode), a request's end. Call
-// it while the change is excluded from LoadSource.ReadLoad (under the same
-// lock), so that the peers can tell exactly which round includes it.
+// this replica's load on engine (the caller's position, as in
+// Config.Engines) has just changed by d: a routing decision's reservation
+// (prefill tokens and one request), a first token (prefill moved to
+// decode), a request's end. Call it while the change is excluded from
+// LoadSource.ReadLoad (under the same lock), so that the peers can tell
+// exactly which round includes it. An engine the ring's members do not all
+// share is not broadcast: no peer routes to it.
 func (r *Ring) Reserve(engine int, d Load) {
-	if r.cfg.NoBroadcast || engine < 0 || engine >= len(r.cfg.Engines) {
+	m := r.vmap.Load()
+	if r.cfg.NoBroadcast || engine < 0 || engine >= len(m.posOf) || m.posOf[engine] < 0 {
 		return
 	}
 	b := &r.res
@@ -40,11 +44,11 @@ func (r *Ring) Reserve(engine int, d Load) {
 	if b.stopped {
 		return
 	}
-	if len(b.batch.Items) > 0 && b.batch.Tag != tag {
-		b.flushLocked() // a snapshot came between: keep tags exact
+	if len(b.batch.Items) > 0 && (b.batch.Tag != tag || b.epoch != m.epoch) {
+		b.flushLocked() // a snapshot or an epoch came between: keep tags and positions exact
 	}
-	b.batch.Tag = tag
-	b.batch.Items = append(b.batch.Items, reservation{Engine: uint32(r.pos(engine)), Load: d})
+	b.batch.Tag, b.epoch = tag, m.epoch
+	b.batch.Items = append(b.batch.Items, reservation{Engine: uint32(m.posOf[engine]), Load: d})
 	if b.armed {
 		return // the pending flush takes it
 	}
@@ -73,7 +77,7 @@ func (b *reserver) flushLocked() {
 		return
 	}
 	b.last = time.Now()
-	body := appendReserve(nil, b.r.epochID.Load(), &b.batch)
+	body := appendReserve(nil, b.epoch, &b.batch)
 	b.batch.Items = b.batch.Items[:0]
 	for _, l := range *b.r.links.Load() {
 		if l.enqueue(body) {
@@ -90,9 +94,6 @@ func (b *reserver) stop() {
 		b.timer.Stop()
 	}
 }
-
-// pos is the vector position of the caller's engine index.
-func (r *Ring) pos(engine int) int { return r.loop.posOf[engine] }
 
 // addPending records a peer's reservations until a round includes them.
 func (s *loopState) addPending(p *peer, b reserveBatch) {

@@ -10,15 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zeebo/xxh3"
-
 	"github.com/kvgate/kvgate/wire"
 )
 
 // LoadSource is this replica's own exact load, read at the start of every
 // round.
 type LoadSource interface {
-	// ReadLoad fills dst (one entry per engine, in Config.Engines order).
+	// ReadLoad fills dst (one entry per caller position of Config.Engines
+	// or SetEngines; dst starts zeroed).
 	// It must call mark exactly once while no reservation can be made, so
 	// that every Reserve made before mark is in dst and none made after it:
 	// that is what lets peers reconcile broadcast reservations exactly.
@@ -41,8 +40,10 @@ type Config struct {
 	// Secret, when set, is required of every peer (HMAC challenge-response,
 	// as in the wire protocol).
 	Secret []byte
-	// Engines are the engine keys in the order of the load vectors. Replicas
-	// form a ring only with peers that have the same set.
+	// Engines are this replica's engine keys at start, by the caller's
+	// position ("" for a free position): LoadSource, PeerLoad and Reserve
+	// index engines the same way. SetEngines replaces them. Replicas
+	// reduce over the keys they all have (engines.go).
 	Engines []string
 	// Interval is how often the ring reduces load (the leader's clock).
 	Interval time.Duration
@@ -89,7 +90,6 @@ type Ring struct {
 	cfg         Config
 	log         *slog.Logger
 	incarnation uint64
-	engines     uint64 // hash of the engine set
 	ln          net.Listener
 	root        context.Context
 	cancel      context.CancelFunc
@@ -103,8 +103,8 @@ type Ring struct {
 	view  atomic.Pointer[[]Load] // peers' load: last round + pending reservations
 	stats atomic.Pointer[Stats]
 
-	snap    atomic.Uint64 // snapshots of own load taken (see LoadSource)
-	epochID atomic.Uint64 // current epoch, for reservation messages
+	snap    atomic.Uint64             // snapshots of own load taken (see LoadSource)
+	vmap    atomic.Pointer[vectorMap] // current epoch and its vector positions, for Reserve
 	links   atomic.Pointer[[]*link]
 	res     reserver
 	metrics counters
@@ -174,13 +174,13 @@ func newRing(cfg Config) (*Ring, error) {
 	}
 	seen := map[string]bool{}
 	for _, e := range cfg.Engines {
-		if seen[e] {
+		if seen[e] && e != "" {
 			return nil, fmt.Errorf("%w: engine %q listed twice", errConfig, e)
 		}
 		seen[e] = true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Ring{cfg: cfg, log: cfg.Logger, incarnation: uint64(time.Now().UnixNano()), engines: engineSetHash(cfg.Engines),
+	r := &Ring{cfg: cfg, log: cfg.Logger, incarnation: uint64(time.Now().UnixNano()),
 		root: ctx, cancel: cancel, events: make(chan any, 4096), conns: map[net.Conn]struct{}{},
 		gate: wire.NewHandshakeGate(cfg.MaxHandshakes)}
 	r.res.init(r)
@@ -198,10 +198,10 @@ func (r *Ring) Addr() string { return r.ln.Addr().String() }
 // ID is this replica's id.
 func (r *Ring) ID() string { return r.cfg.ID }
 
-// PeerLoad returns the rest of the fleet's load on every engine (in
-// Config.Engines order): the peers' contributions from the last completed
-// round plus the reservations they broadcast since. It never blocks; the
-// slice must not be modified.
+// PeerLoad returns the rest of the fleet's load on every engine, by the
+// caller's position (zero for an engine the members do not all share): the
+// peers' contributions from the last completed round plus the reservations
+// they broadcast since. It never blocks; the slice must not be modified.
 func (r *Ring) PeerLoad() []Load { return *r.view.Load() }
 
 // Close leaves the ring: connections close, peers re-form without it.
@@ -263,6 +263,8 @@ func (r *Ring) run(ctx context.Context) {
 				s.linkDown(ev.l)
 			case refreshStats:
 				s.publishStats()
+			case enginesChanged:
+				s.setEngines(ev.keys)
 			}
 		case <-tick.C:
 			s.tick()
@@ -272,13 +274,4 @@ func (r *Ring) run(ctx context.Context) {
 			s.sendDigest()
 		}
 	}
-}
-
-// engineSetHash identifies an engine set independent of order.
-func engineSetHash(engines []string) uint64 {
-	var sum uint64
-	for _, e := range engines {
-		sum += xxh3.HashString(e) // order-independent
-	}
-	return xxh3.Hash(fmt.Appendf(nil, "%d/%d", len(engines), sum))
 }

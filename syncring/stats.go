@@ -12,6 +12,10 @@ type Stats struct {
 	ID      string   `json:"id"`
 	Epoch   uint64   `json:"epoch"` // epochs this replica has been through
 	Members []string `json:"members"`
+	// Engines this replica has (distinct keys) and the ones the ring's
+	// vectors cover: the keys every member has.
+	Engines       int `json:"engines"`
+	SharedEngines int `json:"shared_engines"`
 	// Rounds this replica completed and gave up; the last round's latency
 	// and the bytes it sent in it.
 	RoundsDone      uint64 `json:"rounds_done"`
@@ -57,7 +61,7 @@ func (r *Ring) publishStats() { r.loop.publishStats() }
 
 func (s *loopState) publishStats() {
 	r := s.r
-	st := &Stats{ID: r.cfg.ID, Epoch: s.epochNum, Members: slices.Clone(s.members),
+	st := &Stats{ID: r.cfg.ID, Epoch: s.epochNum, Members: slices.Clone(s.members), Engines: len(s.local), SharedEngines: len(s.shared),
 		RoundsDone: s.done, RoundsAbandoned: s.abandoned, RoundMicros: s.lastMicros, RoundBytes: s.lastBytes, RoundBytesTotal: s.bytesTotal,
 		BytesIn: r.metrics.bytesIn.Load(), BytesOut: r.metrics.bytesOut.Load(), Refused: r.metrics.refused.Load(),
 		Ignored: r.metrics.ignored.Load(), Dropped: r.metrics.dropped.Load()}

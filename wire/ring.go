@@ -1,5 +1,12 @@
 package wire
 
+// FeatureRingByKey, in a replica's (role 3) HELLO and WELCOME, says it
+// speaks ring format 2 (syncring/RING.md): load vectors over the engine
+// keys every member shares, announced in each HEARTBEAT, instead of format
+// 1's vectors by position over identical engine lists. Replicas refuse
+// peers without it (ERROR VERSION).
+const FeatureRingByKey Feature = 1 << 12
+
 // Ring carries one message of the replica ring (syncring) between two kvgate
 // replicas (role 3) after their handshake. Its body is opaque here; its
 // layout is specified in syncring/RING.md. RING frames may be compressed.

@@ -1,0 +1,116 @@
+package syncring
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/wire"
+)
+
+// TestDifferentEngineSets: two replicas whose engine lists differ (r01
+// lacks e0, has x, and lists its engines at other positions) keep one ring,
+// reduce over the six engines they share, each by its own positions; when
+// r01's list becomes r00's, they converge on all seven.
+func TestDifferentEngineSets(t *testing.T) {
+	r01Keys := []string{"x:1", "e6:1", "e5:1", "e4:1", "e3:1", "e2:1", "e1:1"}
+	rs := fleet(t, 2, func(c *Config) {
+		if c.ID == "r01" {
+			c.Engines = r01Keys
+		}
+	})
+	a, b := rs[0], rs[1]
+	bLoads := make([]Load, len(r01Keys))
+	for i := range bLoads {
+		bLoads[i] = Load{PrefillTokens: int64(1000 + i), DecodeTokens: int64(10 * i), Requests: int64(i + 1)}
+	}
+	b.src.set(bLoads)
+	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
+		sa, sb := a.ring.Stats(), b.ring.Stats()
+		if len(sa.Members) != 2 || len(sb.Members) != 2 || sa.SharedEngines != 6 || sb.SharedEngines != 6 {
+			return fmt.Errorf("members %v / %v, shared %d / %d", sa.Members, sb.Members, sa.SharedEngines, sb.SharedEngines)
+		}
+		pa, pb := a.ring.PeerLoad(), b.ring.PeerLoad()
+		for bi, key := range r01Keys {
+			ai := indexOf(testEngines, key)
+			var wantA Load // a's view of b's load on key
+			if ai >= 0 {
+				wantA = bLoads[bi]
+				if pb[bi] != a.src.get()[ai] {
+					return fmt.Errorf("%s: r01 sees %+v of r00's load, r00 has %+v", key, pb[bi], a.src.get()[ai])
+				}
+				if pa[ai] != wantA {
+					return fmt.Errorf("%s: r00 sees %+v of r01's load, want %+v", key, pa[ai], wantA)
+				}
+			} else if pb[bi] != (Load{}) {
+				return fmt.Errorf("%s is r01's alone, yet it sees peer load %+v there", key, pb[bi])
+			}
+		}
+		if pa[0] != (Load{}) {
+			return fmt.Errorf("e0 is r00's alone, yet it sees peer load %+v there", pa[0])
+		}
+		return nil
+	})
+	epoch := a.ring.Stats().Epoch
+
+	b.ring.SetEngines(testEngines)
+	b.src.set(loadsFor(1))
+	converged(t, rs, "the same engines")
+	if st := a.ring.Stats(); st.SharedEngines != len(testEngines) || st.Epoch == epoch {
+		t.Fatalf("after the views met: shared %d, epoch %d (was %d)", st.SharedEngines, st.Epoch, epoch)
+	}
+}
+
+func indexOf(keys []string, k string) int {
+	for i, key := range keys {
+		if key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestSharedKeys: the vector covers the keys every member announced, and
+// maps them to the caller's positions; a duplicate counts once.
+func TestSharedKeys(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Source, cfg.Engines = "b", &source{}, []string{"k3", "", "k1", "k2"}
+	r, err := newRing(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &r.loop
+	s.peer("a").hb.EngineKeys = []string{"k1", "k3", "k9"}
+	s.peer("c").hb.EngineKeys = []string{"k0", "k1", "k3"}
+	shared := s.sharedKeys([]string{"a", "b", "c"})
+	if fmt.Sprint(shared) != "[k1 k3]" {
+		t.Fatalf("shared %v, want [k1 k3]", shared)
+	}
+	s.shared = shared
+	s.remap()
+	if m := r.vmap.Load(); fmt.Sprint(m.posOf) != "[1 -1 0 -1]" || fmt.Sprint(s.order) != "[2 0]" {
+		t.Fatalf("posOf %v order %v", m.posOf, s.order)
+	}
+	s.setEngines([]string{"k1", "k1", "k3"})
+	if fmt.Sprint(s.local) != "[k1 k3]" {
+		t.Fatalf("local keys of a list with a duplicate: %v", s.local)
+	}
+}
+
+// TestFormatOnePeerRefused: a replica without FeatureRingByKey (format 1,
+// engines by position) is refused at the handshake with ERROR VERSION.
+func TestFormatOnePeerRefused(t *testing.T) {
+	rs := fleet(t, 1, nil)
+	old := &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RolePeer, ID: "old"}, Secret: []byte("ring-secret")}
+	nc, err := net.Dial("tcp", rs[0].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_, err = wire.Client(t.Context(), nc, old, nil)
+	if !errors.Is(err, wire.ErrVersion) {
+		t.Fatalf("a format-1 replica's handshake: %v, want ERROR VERSION", err)
+	}
+}
