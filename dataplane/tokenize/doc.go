@@ -12,6 +12,8 @@
 //     Split), with added (special) tokens,
 //     checked against Hugging Face's own implementation by golden vectors
 //     (testdata/) and, on the full files, by perf/e2e;
+//   - SentencePiece's Unigram model (T5, XLM-R style: Viterbi over the
+//     pieces' scores, fused unknowns, byte_fallback);
 //   - decoding by the model's decoder (ByteLevel, or Replace, ByteFallback,
 //     Fuse, Strip and Metaspace in sequence);
 //   - the model's chat template (Jinja) and EncodeChat,
@@ -19,7 +21,7 @@
 //     later turns only tokenize what is new;
 //   - streaming detokenization that never splits a UTF-8 sequence.
 //
-// Anything else (Unigram, WordPiece and WordLevel models, Regex patterns
+// Anything else (WordPiece and WordLevel models, Regex patterns
 // in Replace or in Split other than the GPT-4 family's, BERT-style
 // components) is refused by name at load.
 package tokenize

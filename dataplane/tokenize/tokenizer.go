@@ -11,7 +11,9 @@ import (
 // Tokenizer turns text into the token ids a model's own Hugging Face
 // tokenizer would produce, and back. It is safe for concurrent use.
 type Tokenizer struct {
-	model       *bpe
+	model       *bpe     // the BPE model, or nil for Unigram
+	uni         *unigram // the Unigram model, or nil for BPE
+	vocab       map[string]uint32
 	norm        normalizer
 	splitters   []splitter // applied in order; nil: a segment is one piece
 	meta        *metaspace // SentencePiece's pre-tokenizer, after the splitters
@@ -96,8 +98,19 @@ func NewWithChatTemplate(tokenizerFile, configFile []byte, chatTemplate string) 
 	t := &Tokenizer{added: map[uint32]*AddedToken{}, byContent: map[string]*AddedToken{}}
 	var err error
 	byteLevel := hasByteLevel(tj.PreTokenizer)
-	if t.model, err = newBPE(&tj.Model, byteLevel); err != nil {
-		return nil, err
+	switch {
+	case tj.Model.Type == "Unigram" && byteLevel:
+		return nil, unsupported("Unigram model behind a ByteLevel pre-tokenizer")
+	case tj.Model.Type == "Unigram":
+		if t.uni, err = newUnigram(tj.RawModel); err != nil {
+			return nil, err
+		}
+		t.vocab = t.uni.vocab
+	default:
+		if t.model, err = newBPE(&tj.Model, byteLevel); err != nil {
+			return nil, err
+		}
+		t.vocab = t.model.vocab
 	}
 	if t.norm, err = newNormalizer(tj.Normalizer); err != nil {
 		return nil, err
@@ -130,7 +143,7 @@ func NewWithChatTemplate(tokenizerFile, configFile []byte, chatTemplate string) 
 	if err = t.setPostProcessor(tj.PostProcessor); err != nil {
 		return nil, err
 	}
-	t.buildSpellings(t.model.vocab)
+	t.buildSpellings(t.vocab)
 	if len(configFile) > 0 {
 		if err := t.loadConfig(configFile); err != nil {
 			return nil, err
@@ -242,7 +255,7 @@ func (t *Tokenizer) TokenID(content string) (uint32, bool) {
 // VocabID returns the id of a token of the model's vocabulary by its
 // spelling there (for SentencePiece-style models "▁the" or "<0x0A>").
 func (t *Tokenizer) VocabID(token string) (uint32, bool) {
-	id, ok := t.model.vocab[token]
+	id, ok := t.vocab[token]
 	return id, ok
 }
 
@@ -331,7 +344,7 @@ func (t *Tokenizer) encodePieces(dst []uint32, s string, stage int, atStart bool
 		if t.meta != nil {
 			return t.encodeMetaspace(dst, s, atStart, a)
 		}
-		return t.model.encodePiece(dst, s)
+		return t.encodeWord(dst, s)
 	}
 	sp := t.splitters[stage]
 	for i := 0; i < len(s); {
@@ -342,15 +355,23 @@ func (t *Tokenizer) encodePieces(dst []uint32, s string, stage int, atStart bool
 	return dst
 }
 
+// encodeWord runs the model on one pre-token.
+func (t *Tokenizer) encodeWord(dst []uint32, s string) []uint32 {
+	if t.uni != nil {
+		return t.uni.encodePiece(dst, s)
+	}
+	return t.model.encodePiece(dst, s)
+}
+
 // encodeMetaspace rewrites a piece as Metaspace does and encodes its words.
 func (t *Tokenizer) encodeMetaspace(dst []uint32, s string, atStart bool, a *textArena) []uint32 {
 	s = t.meta.rewrite(s, atStart, a)
 	if !t.meta.split {
-		return t.model.encodePiece(dst, s)
+		return t.encodeWord(dst, s)
 	}
 	for i := 0; i < len(s); {
 		e := t.meta.nextWord(s, i)
-		dst = t.model.encodePiece(dst, s[i:e])
+		dst = t.encodeWord(dst, s[i:e])
 		i = e
 	}
 	return dst

@@ -96,10 +96,10 @@ func TestRefusesUnsupported(t *testing.T) {
 		"behavior \"Removed\"": func(m map[string]any) {
 			m["pre_tokenizer"] = map[string]any{"type": "Split", "behavior": "Removed", "pattern": map[string]any{"Regex": `a`}}
 		},
-		"model type \"Unigram\"": func(m map[string]any) { m["model"].(map[string]any)["type"] = "Unigram" },
-		"BPE dropout":            func(m map[string]any) { m["model"].(map[string]any)["dropout"] = 0.1 },
-		"truncation":             func(m map[string]any) { m["truncation"] = map[string]any{"max_length": 8} },
-		"decoder \"WordPiece\"":  func(m map[string]any) { m["decoder"] = map[string]any{"type": "WordPiece"} },
+		"Unigram model behind a ByteLevel pre-tokenizer": func(m map[string]any) { m["model"].(map[string]any)["type"] = "Unigram" },
+		"BPE dropout":           func(m map[string]any) { m["model"].(map[string]any)["dropout"] = 0.1 },
+		"truncation":            func(m map[string]any) { m["truncation"] = map[string]any{"max_length": 8} },
+		"decoder \"WordPiece\"": func(m map[string]any) { m["decoder"] = map[string]any{"type": "WordPiece"} },
 		"post-processor \"BertProcessing\"": func(m map[string]any) {
 			m["post_processor"] = map[string]any{"type": "BertProcessing"}
 		},

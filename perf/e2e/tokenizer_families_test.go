@@ -33,7 +33,10 @@ import (
 // "llama2-metaspace-split" has prepend_scheme "always", split true and the
 // Metaspace decoder; "llama2-precompiled" adds SentencePiece's nmt_nfkc
 // charsmap as a Precompiled normalizer (the layout of T5's and XLM-R's
-// conversions; the charsmap from dataplane/tokenize/testdata/precompiled).
+// conversions; the charsmap from dataplane/tokenize/testdata/precompiled);
+// "llama2-unigram" and "-unk" turn Llama 2's pieces into a Unigram model
+// (unigramOf), with byte fallback and the T5 layout, and without byte
+// fallback (unknowns fused into <unk>).
 var tokenizerFamilies = []struct {
 	name, pkg string
 	special   []string // added tokens to put inside the corpus text
@@ -53,6 +56,18 @@ var tokenizerFamilies = []struct {
 		m["normalizer"] = map[string]any{"type": "Precompiled", "precompiled_charsmap": nmtNFKC(t)}
 		m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}
 		m["decoder"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}
+	}},
+	{name: "llama2-unigram", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(t *testing.T, m map[string]any) {
+		m["model"] = unigramOf(m["model"].(map[string]any), true)
+		m["normalizer"] = map[string]any{"type": "Precompiled", "precompiled_charsmap": nmtNFKC(t)}
+		m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}
+		m["decoder"] = map[string]any{"type": "Sequence", "decoders": []any{
+			map[string]any{"type": "ByteFallback"},
+			map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true}}}
+	}},
+	{name: "llama2-unigram-unk", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(t *testing.T, m map[string]any) {
+		m["model"] = unigramOf(m["model"].(map[string]any), false)
+		m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false}
 	}},
 	{name: "gemma2", pkg: "tokenizer-gemma2", special: []string{"<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>", "<unused3>"}},
 	{name: "gemma3", pkg: "tokenizer-gemma3", special: []string{"<bos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<unused42>"}},
@@ -390,4 +405,21 @@ func nmtNFKC(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// unigramOf makes a Unigram model of a BPE model's vocabulary: pieces in
+// id order, scored so that longer and earlier pieces tend to win and byte
+// tokens lose, the way trained SentencePiece scores rank them.
+func unigramOf(bpe map[string]any, byteFallback bool) map[string]any {
+	vocab := bpe["vocab"].(map[string]any)
+	pieces := make([][2]any, len(vocab))
+	for tok, id := range vocab {
+		i := int(id.(float64))
+		score := -1 - float64(i)/1000 + 0.5*float64(len([]rune(tok)))
+		if strings.HasPrefix(tok, "<0x") && len(tok) == 6 {
+			score = -100
+		}
+		pieces[i] = [2]any{tok, score}
+	}
+	return map[string]any{"type": "Unigram", "unk_id": 0, "vocab": pieces, "byte_fallback": byteFallback}
 }

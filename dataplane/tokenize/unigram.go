@@ -1,0 +1,224 @@
+package tokenize
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+)
+
+// unigram is SentencePiece's Unigram model as Hugging Face tokenizers runs
+// it (src/models/unigram/model.rs, 3ba8ad0: encode_optimized, after
+// SentencePiece's unigram_model.cc): Viterbi over the byte positions of a
+// piece, where each vocabulary piece that starts at a character boundary
+// is an edge scored by its log probability, and a character no piece
+// covers alone is an unknown of score (lowest score - 10). Among equal
+// scores the first candidate found stays: shorter pieces before longer
+// ones, pieces before the unknown. On the best path, consecutive unknowns
+// are fused into one, which becomes its bytes' <0xNN> tokens with
+// byte_fallback (when all exist), else the unknown token.
+type unigram struct {
+	vocab        map[string]uint32
+	scores       []float64 // by id
+	trie         pieceTrie
+	unk          uint32
+	unkScore     float64
+	byteFallback bool
+	byteIDs      [256]uint32
+	byteOK       [256]bool
+	cache        pieceCache
+}
+
+type unigramJSON struct {
+	UnkID        *int                 `json:"unk_id"`
+	ByteFallback bool                 `json:"byte_fallback"`
+	Vocab        [][2]json.RawMessage `json:"vocab"`
+}
+
+func newUnigram(raw []byte) (*unigram, error) {
+	var m unigramJSON
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: Unigram model: %v", ErrInvalid, err)
+	}
+	if len(m.Vocab) == 0 {
+		return nil, fmt.Errorf("%w: Unigram model without a vocabulary", ErrInvalid)
+	}
+	if m.UnkID == nil {
+		return nil, unsupported("Unigram model without unk_id (tokenizers fails on any character outside the vocabulary)")
+	}
+	if *m.UnkID < 0 || *m.UnkID >= len(m.Vocab) || len(m.Vocab) > maxMergeID {
+		return nil, fmt.Errorf("%w: Unigram unk_id %d of %d pieces", ErrInvalid, *m.UnkID, len(m.Vocab))
+	}
+	u := &unigram{vocab: make(map[string]uint32, len(m.Vocab)), scores: make([]float64, len(m.Vocab)),
+		unk: uint32(*m.UnkID), byteFallback: m.ByteFallback}
+	minScore := 0.0
+	for id, entry := range m.Vocab {
+		var piece string
+		var score float64
+		if json.Unmarshal(entry[0], &piece) != nil || json.Unmarshal(entry[1], &score) != nil {
+			return nil, fmt.Errorf("%w: Unigram piece %d is not [string, number]", ErrInvalid, id)
+		}
+		u.vocab[piece] = uint32(id) // a repeated piece: the last id, as tokenizers' map keeps
+		u.scores[id] = score
+		u.trie.add(piece, uint32(id))
+		if id == 0 || score < minScore {
+			minScore = score
+		}
+	}
+	u.unkScore = minScore - 10
+	for b := range 256 {
+		u.byteIDs[b], u.byteOK[b] = u.vocab[fmt.Sprintf("<0x%02X>", b)]
+	}
+	return u, nil
+}
+
+// encodePiece appends the ids of one pre-token.
+func (u *unigram) encodePiece(dst []uint32, piece string) []uint32 {
+	if ids, ok := u.cache.get(piece); ok {
+		return append(dst, ids...)
+	}
+	start := len(dst)
+	dst = u.viterbi(dst, piece)
+	u.cache.put(piece, dst[start:])
+	return dst
+}
+
+// bestPath is Viterbi's state at a byte position: the best path's score
+// ending there, the piece's start and id (noID: not reached).
+type bestPath struct {
+	score float64
+	from  int32
+	id    uint32
+}
+
+type unigramScratch struct {
+	best []bestPath
+	ends []int32
+}
+
+var unigramPool = sync.Pool{New: func() any { return new(unigramScratch) }}
+
+func (u *unigram) viterbi(dst []uint32, s string) []uint32 {
+	if s == "" {
+		return dst
+	}
+	sc := unigramPool.Get().(*unigramScratch)
+	defer unigramPool.Put(sc)
+	if cap(sc.best) < len(s)+1 {
+		sc.best = make([]bestPath, len(s)+1)
+	}
+	best := sc.best[:len(s)+1]
+	for i := range best {
+		best[i] = bestPath{id: noID}
+	}
+	for at := 0; at < len(s); {
+		_, mblen := utf8.DecodeRuneInString(s[at:])
+		here := best[at].score
+		single := false
+		for node, i := int32(0), at; i < len(s); i++ {
+			if node = u.trie.child(node, s[i]); node < 0 {
+				break
+			}
+			id := u.trie.nodes[node].id
+			if id == noID {
+				continue
+			}
+			end := i + 1
+			if cand := here + u.scores[id]; best[end].id == noID || cand > best[end].score {
+				best[end] = bestPath{score: cand, from: int32(at), id: id}
+			}
+			if end-at == mblen {
+				single = true
+			}
+		}
+		if !single {
+			end := at + mblen
+			if cand := here + u.unkScore; best[end].id == noID || cand > best[end].score {
+				best[end] = bestPath{score: cand, from: int32(at), id: u.unk}
+			}
+		}
+		at += mblen
+	}
+	// Walk back, then emit in order, fusing runs of unknowns.
+	ends := sc.ends[:0]
+	for end := len(s); end > 0; end = int(best[end].from) {
+		ends = append(ends, int32(end))
+	}
+	sc.ends = ends
+	for k := len(ends) - 1; k >= 0; k-- {
+		end := int(ends[k])
+		from := int(best[end].from)
+		if best[end].id != u.unk {
+			dst = append(dst, best[end].id)
+			continue
+		}
+		for k > 0 && best[ends[k-1]].id == u.unk {
+			k--
+			end = int(ends[k])
+		}
+		dst = u.appendUnknown(dst, s[from:end])
+	}
+	return dst
+}
+
+// appendUnknown appends the tokens of a fused run of unknown characters,
+// as Unigram::tokenize does: a piece of the vocabulary if the run is one,
+// else its byte tokens with byte_fallback, else the unknown token.
+func (u *unigram) appendUnknown(dst []uint32, run string) []uint32 {
+	if id, ok := u.vocab[run]; ok {
+		return append(dst, id)
+	}
+	if u.byteFallback {
+		all := true
+		for i := 0; i < len(run); i++ {
+			all = all && u.byteOK[run[i]]
+		}
+		if all {
+			for i := 0; i < len(run); i++ {
+				dst = append(dst, u.byteIDs[run[i]])
+			}
+			return dst
+		}
+	}
+	return append(dst, u.unk)
+}
+
+// pieceTrie holds a vocabulary by bytes, for Viterbi's common-prefix
+// search: node 0 is the root, id is noID where no piece ends. A piece
+// added twice keeps its last id, as tokenizers' token_to_ids does.
+type pieceTrie struct {
+	nodes []pieceNode
+}
+
+type pieceNode struct {
+	edges []trieEdge
+	id    uint32
+}
+
+func (t *pieceTrie) add(piece string, id uint32) {
+	if len(t.nodes) == 0 {
+		t.nodes = []pieceNode{{id: noID}}
+	}
+	n := int32(0)
+	for i := 0; i < len(piece); i++ {
+		c := t.child(n, piece[i])
+		if c < 0 {
+			c = int32(len(t.nodes))
+			t.nodes = append(t.nodes, pieceNode{id: noID})
+			t.nodes[n].edges = append(t.nodes[n].edges, trieEdge{piece[i], c})
+		}
+		n = c
+	}
+	if n != 0 {
+		t.nodes[n].id = id
+	}
+}
+
+func (t *pieceTrie) child(n int32, b byte) int32 {
+	for _, e := range t.nodes[n].edges {
+		if e.b == b {
+			return e.child
+		}
+	}
+	return -1
+}
