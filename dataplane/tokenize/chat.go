@@ -17,7 +17,12 @@ import (
 type ChatTemplate struct {
 	tmpl     *jinja.Template
 	bos, eos string
+	source   string
 }
+
+// Source is the template's text (the gateway reads which tool-call and
+// reasoning syntax it teaches the model).
+func (c *ChatTemplate) Source() string { return c.source }
 
 // NewChatTemplate compiles a template.
 func NewChatTemplate(source, bos, eos string) (*ChatTemplate, error) {
@@ -25,7 +30,7 @@ func NewChatTemplate(source, bos, eos string) (*ChatTemplate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: chat template: %v", ErrInvalid, err)
 	}
-	return &ChatTemplate{tmpl: t, bos: bos, eos: eos}, nil
+	return &ChatTemplate{tmpl: t, bos: bos, eos: eos, source: source}, nil
 }
 
 // chatTemplateSource reads chat_template as a string, or picks the
