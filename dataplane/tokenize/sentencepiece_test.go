@@ -306,3 +306,27 @@ func FuzzSentencePieceRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamPrime: primed with the prompt, the first generated token keeps
+// its leading space (as after vLLM's priming); unprimed, it starts the text.
+func TestStreamPrime(t *testing.T) {
+	tok, err := LoadDir(filepath.Join("testdata", "families", "llama2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := tok.Encode(nil, "The quick brown fox jumps over the lazy dog.", true)
+	gen := tok.Encode(nil, "The quick brown", false)
+	st := tok.NewStream(true)
+	st.Prime(prompt)
+	var out []byte
+	for _, id := range gen {
+		out = st.Next(out, []uint32{id})
+	}
+	if got := string(st.Flush(out)); got != " The quick brown" {
+		t.Fatalf("primed: %q", got)
+	}
+	st = tok.NewStream(true)
+	if got := string(st.Flush(st.Next(nil, gen))); got != "The quick brown" {
+		t.Fatalf("unprimed: %q", got)
+	}
+}

@@ -29,6 +29,32 @@ func (t *Tokenizer) NewStream(skipSpecial bool) *Stream {
 	return &Stream{t: t, skipSpecial: skipSpecial}
 }
 
+// Prime gives the stream the prompt the generated ids follow, as vLLM
+// primes its DecodeStream (FastIncrementalDetokenizer in
+// vllm/v1/engine/detokenizer.py): with the shortest suffix of 4 to 23 of
+// the prompt's ids that decodes without U+FFFD (or the whole prompt), its
+// text not emitted. The first generated token then decodes as it does
+// after that text, so a SentencePiece model's leading space is kept as
+// the engine's own detokenizer keeps it. Byte-level decoding does not
+// depend on the text before, and ignores it. Call it before Next.
+func (s *Stream) Prime(prompt []uint32) {
+	if s.t.dec == nil {
+		return
+	}
+	suffix := prompt
+	if len(prompt) > 4 {
+		for i := 4; i < min(len(prompt)+1, 24); i++ {
+			if !strings.Contains(s.t.decodeChain(prompt[len(prompt)-i:], false), "\uFFFD") {
+				suffix = prompt[len(prompt)-i:]
+				break
+			}
+		}
+	}
+	for _, id := range suffix {
+		s.step(nil, id)
+	}
+}
+
 // Next appends to dst the text that ids complete.
 func (s *Stream) Next(dst []byte, ids []uint32) []byte {
 	if s.t.dec != nil {
