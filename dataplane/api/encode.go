@@ -28,6 +28,14 @@ func (f Finish) String() string {
 	return "stop"
 }
 
+// End is how a response ended.
+type End struct {
+	Finish Finish
+	Usage  Usage
+	// StopSequence is the stop string that ended generation, if one did.
+	StopSequence string
+}
+
 // Encoder renders one response of an API, streamed or whole. It returns
 // bytes and writes nothing: the caller sends the HTTP head (status,
 // Content-Type) and appends what each call returns to the response.
@@ -36,12 +44,14 @@ type Encoder interface {
 	Streaming() bool
 	// Open appends the events that open a stream; a whole response has none.
 	Open(dst []byte) []byte
-	// Delta appends the event carrying text; a whole response keeps the
-	// text for Close and appends nothing.
-	Delta(dst []byte, text string) []byte
+	// Delta appends the events carrying a piece of output (text,
+	// reasoning, part of a tool call); a whole response keeps it for Close
+	// and appends nothing.
+	Delta(dst []byte, p Piece) []byte
 	// Close appends the end of the response: a stream's closing events, or
-	// a whole response's JSON body.
-	Close(dst []byte, f Finish, u Usage) []byte
+	// a whole response's JSON body. A response that called tools and
+	// stopped ends with finish_reason tool_calls (stop_reason tool_use).
+	Close(dst []byte, e End) []byte
 	// StreamError appends the events that end an open stream with e.
 	StreamError(dst []byte, e *Error) []byte
 }

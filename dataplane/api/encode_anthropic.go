@@ -1,17 +1,28 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // AnthropicEncoder encodes Messages responses and their event stream
-// (message_start, content_block_start, ping, content_block_delta...,
-// content_block_stop, message_delta, message_stop).
+// (message_start, ping, then per content block content_block_start,
+// content_block_delta..., content_block_stop, and message_delta,
+// message_stop). Reasoning goes out as thinking blocks, tool calls as
+// tool_use blocks (input_json_delta events when streamed), text as text
+// blocks: a new block begins where the kind of output changes.
 type AnthropicEncoder struct {
 	ID, Model string
 	Stream    bool
 	// PromptTokens goes into message_start's usage, before the engine
 	// reports it.
 	PromptTokens uint32
-	text         []byte
+	blocks       []any // a whole response's content
+	open         int   // blocks started in a stream
+	kind         PieceKind
+	inBlock      bool
+	calls        int
+	all          Collect
 }
 
 // Streaming implements Encoder.
@@ -26,9 +37,9 @@ func sseEvent(dst []byte, event string, data any) []byte {
 	return append(dst, '\n', '\n')
 }
 
-func (o *AnthropicEncoder) message(content []any, stop any, u Usage) map[string]any {
+func (o *AnthropicEncoder) message(content []any, stop, seq any, u Usage) map[string]any {
 	return map[string]any{"id": o.ID, "type": "message", "role": "assistant", "model": o.Model, "content": content,
-		"stop_reason": stop, "stop_sequence": nil,
+		"stop_reason": stop, "stop_sequence": seq,
 		"usage": map[string]any{"input_tokens": u.Prompt, "output_tokens": u.Completion,
 			"cache_read_input_tokens": u.Cached, "cache_creation_input_tokens": 0}}
 }
@@ -39,40 +50,138 @@ func (o *AnthropicEncoder) Open(dst []byte) []byte {
 		return dst
 	}
 	dst = sseEvent(dst, "message_start", map[string]any{"type": "message_start",
-		"message": o.message([]any{}, nil, Usage{Prompt: o.PromptTokens})})
-	dst = sseEvent(dst, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-		"content_block": map[string]any{"type": "text", "text": ""}})
+		"message": o.message([]any{}, nil, nil, Usage{Prompt: o.PromptTokens})})
 	return sseEvent(dst, "ping", map[string]any{"type": "ping"})
 }
 
-// Delta implements Encoder.
-func (o *AnthropicEncoder) Delta(dst []byte, text string) []byte {
-	if !o.Stream {
-		o.text = append(o.text, text...)
-		return dst
+// toolID is the id of the response's i-th tool_use block.
+func (o *AnthropicEncoder) toolID(i int) string { return "toolu_" + o.ID + "_" + strconv.Itoa(i) }
+
+// startBlock closes the open block and starts one for p.
+func (o *AnthropicEncoder) startBlock(dst []byte, p Piece) []byte {
+	dst = o.stopBlock(dst)
+	var block map[string]any
+	switch p.Kind {
+	case PieceReasoning:
+		block = map[string]any{"type": "thinking", "thinking": "", "signature": ""}
+	case PieceToolCall:
+		block = map[string]any{"type": "tool_use", "id": o.toolID(p.Index), "name": p.Name, "input": map[string]any{}}
+	default:
+		block = map[string]any{"type": "text", "text": ""}
 	}
-	return sseEvent(dst, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-		"delta": map[string]any{"type": "text_delta", "text": text}})
+	o.inBlock, o.kind = true, p.Kind
+	dst = sseEvent(dst, "content_block_start", map[string]any{"type": "content_block_start", "index": o.open, "content_block": block})
+	o.open++
+	return dst
 }
 
-// stopReason is Anthropic's stop_reason for f.
-func stopReason(f Finish) string {
-	if f == FinishLength {
+func (o *AnthropicEncoder) stopBlock(dst []byte) []byte {
+	if !o.inBlock {
+		return dst
+	}
+	o.inBlock = false
+	return sseEvent(dst, "content_block_stop", map[string]any{"type": "content_block_stop", "index": o.open - 1})
+}
+
+// Delta implements Encoder.
+func (o *AnthropicEncoder) Delta(dst []byte, p Piece) []byte {
+	if p.Kind == PieceToolCall && p.Name != "" {
+		o.calls++
+	}
+	if !o.Stream {
+		o.addBlock(p)
+		return dst
+	}
+	if !o.inBlock || p.Kind != o.kind || p.Name != "" {
+		dst = o.startBlock(dst, p)
+	}
+	var delta map[string]any
+	switch p.Kind {
+	case PieceReasoning:
+		delta = map[string]any{"type": "thinking_delta", "thinking": p.Text}
+	case PieceToolCall:
+		if p.Text == "" {
+			return dst
+		}
+		delta = map[string]any{"type": "input_json_delta", "partial_json": p.Text}
+	default:
+		delta = map[string]any{"type": "text_delta", "text": p.Text}
+	}
+	return sseEvent(dst, "content_block_delta", map[string]any{"type": "content_block_delta", "index": o.open - 1, "delta": delta})
+}
+
+// addBlock gathers a whole response's blocks in order.
+func (o *AnthropicEncoder) addBlock(p Piece) {
+	if o.inBlock && p.Kind == o.kind && p.Name == "" {
+		o.all.Add(p)
+		return
+	}
+	o.flushBlock()
+	o.inBlock, o.kind, o.all = true, p.Kind, Collect{}
+	o.all.Add(p)
+}
+
+func (o *AnthropicEncoder) flushBlock() {
+	if !o.inBlock {
+		return
+	}
+	switch o.kind {
+	case PieceReasoning:
+		o.blocks = append(o.blocks, map[string]any{"type": "thinking", "thinking": string(o.all.Reasoning), "signature": ""})
+	case PieceToolCall:
+		c := o.all.Calls[0]
+		o.blocks = append(o.blocks, map[string]any{"type": "tool_use", "id": o.toolID(len(o.blocksOf("tool_use"))),
+			"name": c.Name, "input": json.RawMessage(c.Arguments)})
+	default:
+		o.blocks = append(o.blocks, map[string]any{"type": "text", "text": string(o.all.Text)})
+	}
+	o.inBlock = false
+}
+
+func (o *AnthropicEncoder) blocksOf(kind string) []any {
+	var out []any
+	for _, b := range o.blocks {
+		if b.(map[string]any)["type"] == kind {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// stopReason is Anthropic's stop_reason.
+func (o *AnthropicEncoder) stopReason(e End) string {
+	switch {
+	case e.Finish == FinishLength:
 		return "max_tokens"
+	case e.StopSequence != "":
+		return "stop_sequence"
+	case o.calls > 0:
+		return "tool_use"
 	}
 	return "end_turn"
 }
 
 // Close implements Encoder.
-func (o *AnthropicEncoder) Close(dst []byte, f Finish, u Usage) []byte {
+func (o *AnthropicEncoder) Close(dst []byte, e End) []byte {
+	var seq any
+	if e.StopSequence != "" {
+		seq = e.StopSequence
+	}
 	if !o.Stream {
-		b, _ := json.Marshal(o.message([]any{map[string]any{"type": "text", "text": string(o.text)}}, stopReason(f), u))
+		o.flushBlock()
+		if len(o.blocks) == 0 {
+			o.blocks = []any{map[string]any{"type": "text", "text": ""}}
+		}
+		b, _ := json.Marshal(o.message(o.blocks, o.stopReason(e), seq, e.Usage))
 		return append(dst, b...)
 	}
-	dst = sseEvent(dst, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	if o.open == 0 {
+		dst = o.startBlock(dst, Piece{Kind: PieceText})
+	}
+	dst = o.stopBlock(dst)
 	dst = sseEvent(dst, "message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stopReason(f), "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": u.Completion, "input_tokens": u.Prompt, "cache_read_input_tokens": u.Cached}})
+		"delta": map[string]any{"stop_reason": o.stopReason(e), "stop_sequence": seq},
+		"usage": map[string]any{"output_tokens": e.Usage.Completion, "input_tokens": e.Usage.Prompt, "cache_read_input_tokens": e.Usage.Cached}})
 	return sseEvent(dst, "message_stop", map[string]any{"type": "message_stop"})
 }
 

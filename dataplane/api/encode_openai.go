@@ -2,11 +2,14 @@ package api
 
 import (
 	"encoding/json"
-	"strings"
+	"strconv"
 )
 
 // OpenAIEncoder encodes Completions and Chat Completions responses and
-// their server-sent event streams.
+// their server-sent event streams. A chat's reasoning goes out as
+// reasoning_content, its tool calls as tool_calls (streamed: the first
+// delta of a call has its index, id, type and name, the next ones
+// fragments of its arguments).
 type OpenAIEncoder struct {
 	ID, Model string
 	Created   int64
@@ -15,7 +18,8 @@ type OpenAIEncoder struct {
 	// IncludeUsage adds the usage chunk at the end of a stream
 	// (stream_options.include_usage).
 	IncludeUsage bool
-	text         strings.Builder
+	all          Collect
+	calls        int
 }
 
 func (o *OpenAIEncoder) object() string {
@@ -40,15 +44,26 @@ func (o *OpenAIEncoder) Open(dst []byte) []byte {
 		"logprobs": nil, "finish_reason": nil}, nil)
 }
 
-func (o *OpenAIEncoder) choice(text string, finish any) map[string]any {
-	if o.Chat {
-		delta := map[string]any{}
-		if text != "" {
-			delta["content"] = text
-		}
-		return map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}
+// callID is the id of the request's i-th tool call.
+func (o *OpenAIEncoder) callID(i int) string { return "call_" + o.ID + "_" + strconv.Itoa(i) }
+
+func (o *OpenAIEncoder) choice(p Piece, finish any) map[string]any {
+	if !o.Chat {
+		return map[string]any{"index": 0, "text": p.Text, "logprobs": nil, "finish_reason": finish}
 	}
-	return map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": finish}
+	delta := map[string]any{}
+	switch {
+	case p.Kind == PieceReasoning:
+		delta["reasoning_content"] = p.Text
+	case p.Kind == PieceToolCall && p.Name != "":
+		delta["tool_calls"] = []any{map[string]any{"index": p.Index, "id": o.callID(p.Index), "type": "function",
+			"function": map[string]any{"name": p.Name, "arguments": p.Text}}}
+	case p.Kind == PieceToolCall:
+		delta["tool_calls"] = []any{map[string]any{"index": p.Index, "function": map[string]any{"arguments": p.Text}}}
+	case p.Text != "":
+		delta["content"] = p.Text
+	}
+	return map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}
 }
 
 func (o *OpenAIEncoder) event(dst []byte, choice map[string]any, u *Usage) []byte {
@@ -73,12 +88,15 @@ func sseData(dst, data []byte) []byte {
 }
 
 // Delta implements Encoder.
-func (o *OpenAIEncoder) Delta(dst []byte, text string) []byte {
+func (o *OpenAIEncoder) Delta(dst []byte, p Piece) []byte {
+	if p.Kind == PieceToolCall && p.Name != "" {
+		o.calls++
+	}
 	if !o.Stream {
-		o.text.WriteString(text)
+		o.all.Add(p)
 		return dst
 	}
-	return o.event(dst, o.choice(text, nil), nil)
+	return o.event(dst, o.choice(p, nil), nil)
 }
 
 func openAIUsage(u Usage) map[string]any {
@@ -86,22 +104,53 @@ func openAIUsage(u Usage) map[string]any {
 		"total_tokens": u.Prompt + u.Completion, "prompt_tokens_details": map[string]any{"cached_tokens": u.Cached}}
 }
 
+// finishReason is OpenAI's finish_reason: tool_calls for a chat that
+// called tools and stopped.
+func (o *OpenAIEncoder) finishReason(f Finish) string {
+	if f == FinishStop && o.calls > 0 {
+		return "tool_calls"
+	}
+	return f.String()
+}
+
+// message is a whole chat response's message.
+func (o *OpenAIEncoder) message() map[string]any {
+	msg := map[string]any{"role": "assistant", "content": string(o.all.Text)}
+	if len(o.all.Reasoning) > 0 {
+		msg["reasoning_content"] = string(o.all.Reasoning)
+	}
+	if len(o.all.Calls) > 0 {
+		calls := make([]any, len(o.all.Calls))
+		for i, c := range o.all.Calls {
+			calls[i] = map[string]any{"id": o.callID(i), "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
+		}
+		msg["tool_calls"] = calls
+		if len(o.all.Text) == 0 {
+			msg["content"] = nil
+		}
+	}
+	return msg
+}
+
 // Close implements Encoder.
-func (o *OpenAIEncoder) Close(dst []byte, f Finish, u Usage) []byte {
-	reason := f.String()
+func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
+	reason := o.finishReason(e.Finish)
 	if !o.Stream {
-		choice := map[string]any{"index": 0, "text": o.text.String(), "logprobs": nil, "finish_reason": reason}
+		choice := map[string]any{"index": 0, "text": string(o.all.Text), "logprobs": nil, "finish_reason": reason}
 		if o.Chat {
-			choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": o.text.String()},
-				"logprobs": nil, "finish_reason": reason}
+			choice = map[string]any{"index": 0, "message": o.message(), "logprobs": nil, "finish_reason": reason}
+		}
+		if e.StopSequence != "" {
+			choice["stop_reason"] = e.StopSequence // vLLM's field
 		}
 		b, _ := json.Marshal(map[string]any{"id": o.ID, "object": o.object(), "created": o.Created, "model": o.Model,
-			"choices": []any{choice}, "usage": openAIUsage(u)})
+			"choices": []any{choice}, "usage": openAIUsage(e.Usage)})
 		return append(dst, b...)
 	}
-	dst = o.event(dst, o.choice("", reason), nil)
+	dst = o.event(dst, o.choice(Piece{}, reason), nil)
 	if o.IncludeUsage {
-		dst = o.event(dst, nil, &u)
+		dst = o.event(dst, nil, &e.Usage)
 	}
 	return append(dst, "data: [DONE]\n\n"...)
 }

@@ -10,9 +10,9 @@ import (
 // close.
 func render(enc Encoder, f Finish) string {
 	b := enc.Open(nil)
-	b = enc.Delta(b, "Hel")
-	b = enc.Delta(b, "lo")
-	return string(enc.Close(b, f, Usage{Prompt: 10, Completion: 2, Cached: 8}))
+	b = enc.Delta(b, Piece{Text: "Hel"})
+	b = enc.Delta(b, Piece{Text: "lo"})
+	return string(enc.Close(b, End{Finish: f, Usage: Usage{Prompt: 10, Completion: 2, Cached: 8}}))
 }
 
 // sseData returns the JSON of each data: event, and [DONE] as a string.
@@ -119,7 +119,7 @@ func TestAnthropicEncoder(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(kinds, " ") != "message_start content_block_start ping content_block_delta content_block_delta content_block_stop message_delta message_stop" {
+	if strings.Join(kinds, " ") != "message_start ping content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop" {
 		t.Fatalf("events %v", kinds)
 	}
 	errEv := string((&AnthropicEncoder{Stream: true}).StreamError(nil, &Error{Status: 503, Message: "busy"}))

@@ -67,6 +67,8 @@ type Request struct {
 	// Guided is the structured-output constraint engines must honour
 	// (response_format, a forced tool_choice), nil when unconstrained.
 	Guided []byte
+	// NoToolCalls is tool_choice none: the output is text, whatever it holds.
+	NoToolCalls bool
 	// Prompt is a completion's prompt.
 	Prompt Prompt
 	// Conversation is a chat's or a message's conversation.
@@ -88,6 +90,11 @@ type Conversation struct {
 	Tools               json.RawMessage
 	Kwargs              map[string]json.RawMessage
 	AddGenerationPrompt bool
+}
+
+// HasTools reports whether the conversation offers the model tools.
+func (c *Conversation) HasTools() bool {
+	return len(c.Tools) > 0 && string(c.Tools) != "null" && string(c.Tools) != "[]"
 }
 
 // Largest max_tokens accepted.

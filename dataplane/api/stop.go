@@ -9,7 +9,11 @@ type StopMatcher struct {
 	stops   []string
 	maxLen  int
 	pending string
+	matched string
 }
+
+// Matched is the stop string that ended the output, "" while none has.
+func (m *StopMatcher) Matched() string { return m.matched }
 
 // NewStopMatcher matches stops; with none, Feed passes text through.
 func NewStopMatcher(stops []string) *StopMatcher {
@@ -34,7 +38,7 @@ func (m *StopMatcher) Feed(text string, last bool) (string, bool) {
 			continue
 		}
 		if i := strings.Index(m.pending, s); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+			cut, m.matched = i, s
 		}
 	}
 	if cut >= 0 {

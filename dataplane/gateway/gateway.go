@@ -38,6 +38,12 @@ type Gateway struct {
 	// MaxModelLen is the context length in tokens, prompt plus output
 	// (0: the tokenizer's model_max_length).
 	MaxModelLen int
+	// ToolParser names the tool-call syntax of the model's output
+	// (hermes, llama3_json, deepseek_v3, none; "": read from the chat
+	// template), ReasoningParser its reasoning (qwen3, deepseek_r1, none;
+	// "": the template's <think>).
+	ToolParser, ReasoningParser string
+	choice                      parserChoice
 }
 
 // ServeHTTP implements httpx.Handler.

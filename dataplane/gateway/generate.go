@@ -35,11 +35,12 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 		flavor = api.Anthropic
 	}
 	var tokens []uint32
+	var prompt string
 	if e == nil {
 		e = checkFields(req)
 	}
 	if e == nil {
-		tokens, e = g.promptTokens(req)
+		tokens, prompt, e = g.promptTokens(req)
 	}
 	if e == nil {
 		e = g.fitContext(req, len(tokens))
@@ -47,7 +48,7 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if e != nil {
 		return writeError(w, flavor, e)
 	}
-	gr := &genRequest{Request: req, id: reqID, tokens: tokens}
+	gr := &genRequest{Request: req, id: reqID, tokens: tokens, parser: g.outputParser(req, prompt)}
 	if status, ok := g.passthrough(w, r, gr, flavor); ok {
 		return status
 	}
@@ -80,8 +81,9 @@ func (g *Gateway) checkModel(model string) *api.Error {
 }
 
 // promptTokens tokenizes the request's prompt or renders and tokenizes
-// its conversation, giving up as soon as it is over the prompt limit.
-func (g *Gateway) promptTokens(req *api.Request) ([]uint32, *api.Error) {
+// its conversation (returning the rendered text too), giving up as soon
+// as it is over the prompt limit.
+func (g *Gateway) promptTokens(req *api.Request) ([]uint32, string, *api.Error) {
 	limit := g.promptCap()
 	if req.Kind != api.Completion {
 		return g.chatTokens(&req.Conversation, limit, req)
@@ -89,14 +91,14 @@ func (g *Gateway) promptTokens(req *api.Request) ([]uint32, *api.Error) {
 	if !req.Prompt.IsIDs {
 		ids, over, counted := encodeBounded(g.Tok, req.Prompt.Text, true, limit)
 		if over {
-			return nil, g.overPrompt(req, counted)
+			return nil, "", g.overPrompt(req, counted)
 		}
-		return ids, nil
+		return ids, req.Prompt.Text, nil
 	}
 	if e := g.checkVocab("prompt", req.Prompt.IDs); e != nil {
-		return nil, e
+		return nil, "", e
 	}
-	return req.Prompt.IDs, nil
+	return req.Prompt.IDs, "", nil
 }
 
 // checkVocab refuses token ids outside the tokenizer's vocabulary.
@@ -112,23 +114,23 @@ func (g *Gateway) checkVocab(field string, ids []uint32) *api.Error {
 // chatTokens renders and tokenizes a conversation as the tokenizer's
 // EncodeChat does (added tokens recognised, no post-processor tokens),
 // giving up past limit tokens (0: no limit).
-func (g *Gateway) chatTokens(c *api.Conversation, limit int, req *api.Request) ([]uint32, *api.Error) {
+func (g *Gateway) chatTokens(c *api.Conversation, limit int, req *api.Request) ([]uint32, string, *api.Error) {
 	tmpl := g.Tok.Chat()
 	if tmpl == nil {
-		return nil, api.BadRequest("messages", "the tokenizer has no chat template")
+		return nil, "", api.BadRequest("messages", "the tokenizer has no chat template")
 	}
 	text, err := tmpl.Render(&tokenize.ChatInput{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt, Extra: c.Kwargs})
 	if err != nil {
-		return nil, api.BadRequest("messages", err.Error())
+		return nil, "", api.BadRequest("messages", err.Error())
 	}
 	if limit <= 0 {
-		return g.Tok.Encode(nil, text, false), nil
+		return g.Tok.Encode(nil, text, false), text, nil
 	}
 	ids, over, counted := encodeBounded(g.Tok, text, false, limit)
 	if over {
-		return nil, g.overPrompt(req, counted)
+		return nil, "", g.overPrompt(req, counted)
 	}
-	return ids, nil
+	return ids, text, nil
 }
 
 // connecting reports whether some engine has never completed a handshake,

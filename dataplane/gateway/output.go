@@ -38,17 +38,21 @@ func (o *output) chunk(b []byte) error {
 	return o.w.Chunk(b)
 }
 
-// delta sends (or, for a whole response, keeps) text.
-func (o *output) delta(text string) error {
-	return o.chunk(o.enc.Delta(o.buf[:0], text))
+// delta sends (or, for a whole response, keeps) a piece of output.
+func (o *output) delta(p api.Piece) error {
+	b := o.enc.Delta(o.buf[:0], p)
+	if len(b) == 0 {
+		return nil
+	}
+	return o.chunk(b)
 }
 
 // finish ends the response.
-func (o *output) finish(f api.Finish, u api.Usage) error {
+func (o *output) finish(e api.End) error {
 	if !o.enc.Streaming() {
-		return finishJSON(o.w, 200, o.enc.Close(o.buf[:0], f, u))
+		return finishJSON(o.w, 200, o.enc.Close(o.buf[:0], e))
 	}
-	if err := o.chunk(o.enc.Close(o.buf[:0], f, u)); err != nil {
+	if err := o.chunk(o.enc.Close(o.buf[:0], e)); err != nil {
 		return err
 	}
 	return o.w.Finish()

@@ -17,6 +17,8 @@ type genRequest struct {
 	*api.Request
 	id     string
 	tokens []uint32
+	// parser splits a chat's output into text, reasoning and tool calls.
+	parser *api.OutputParser
 }
 
 // generate is the GENERATE frame of req, without an engine's model or
@@ -94,7 +96,11 @@ type attempt struct {
 	sent    time.Time
 	started bool
 	usage   api.Usage
-	buf     []byte
+	// generated counts the tokens received, the completion tokens of an
+	// output a stop string ended (the engine's count never comes).
+	generated int
+	buf       []byte
+	pieces    []api.Piece
 }
 
 // attempt runs one attempt on the decided engine and releases its
@@ -172,13 +178,15 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 		}
 	}
 	a.d.Generated(len(ev.Tokens))
+	a.generated += len(ev.Tokens)
 	a.buf = a.detok.Next(a.buf[:0], ev.Tokens)
 	if ev.Last {
 		a.buf = a.detok.Flush(a.buf)
 	}
 	text, stopped := a.stops.Feed(string(a.buf), ev.Last)
-	if text != "" {
-		if err := a.out.delta(text); err != nil {
+	a.pieces = a.req.parser.Feed(a.pieces[:0], text, ev.Last || stopped)
+	for _, p := range a.pieces {
+		if err := a.out.delta(p); err != nil {
 			a.s.Cancel(wire.CancelClientGone)
 			return a.out.gone(), false, nil, true
 		}
@@ -189,14 +197,14 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 	if stopped {
 		a.s.Cancel(wire.CancelClientGone)
 		a.d.Done()
-		a.usage.Prompt = uint32(len(a.req.tokens))
-		_ = a.out.finish(api.FinishStop, a.usage)
+		a.usage.Prompt, a.usage.Completion = uint32(len(a.req.tokens)), uint32(a.generated)
+		_ = a.out.finish(api.End{Finish: api.FinishStop, Usage: a.usage, StopSequence: a.stops.Matched()})
 		return 200, false, nil, true
 	}
 	if ev.Last {
 		a.d.Done()
 		a.usage.Prompt, a.usage.Completion = ev.PromptTokens, ev.CompletionTokens
-		_ = a.out.finish(finishOf(ev.Finish), a.usage)
+		_ = a.out.finish(api.End{Finish: finishOf(ev.Finish), Usage: a.usage})
 		return 200, false, nil, true
 	}
 	return 0, false, nil, false

@@ -15,7 +15,7 @@ func (g *Gateway) tokenizeEndpoint(w *httpx.ResponseWriter, r *httpx.Request, _ 
 	var ids []uint32
 	if req.Prompt != nil {
 		ids = g.Tok.Encode(nil, *req.Prompt, req.AddSpecialTokens)
-	} else if ids, e = g.chatTokens(&req.Conversation, 0, nil); e != nil {
+	} else if ids, _, e = g.chatTokens(&req.Conversation, 0, nil); e != nil {
 		return writeError(w, api.OpenAI, e)
 	}
 	return writeJSON(w, 200, api.EncodeTokenize(ids, g.Tok.Config.ModelMaxLength))

@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/kvgate/kvgate/dataplane/api"
+)
+
+// Output parsing of chats: which tool-call syntax and whether <think>
+// reasoning apply are read once from the chat template (as vLLM's
+// --tool-call-parser and --reasoning-parser would be set for the model),
+// unless ToolParser or ReasoningParser name them.
+type parserChoice struct {
+	once      sync.Once
+	tools     *api.ToolSyntax
+	reasoning bool
+}
+
+// ReasoningParsers are the names ReasoningParser takes besides "" (from
+// the template) and "none"; both read <think>...</think>.
+var ReasoningParsers = []string{"qwen3", "deepseek_r1"}
+
+func (g *Gateway) parsers() *parserChoice {
+	g.choice.once.Do(func() {
+		src := ""
+		if t := g.Tok.Chat(); t != nil {
+			src = t.Source()
+		}
+		switch g.ToolParser {
+		case "":
+			g.choice.tools = api.ToolSyntaxOf(src)
+		default:
+			g.choice.tools, _ = api.ToolSyntaxNamed(g.ToolParser) // validated by the flags
+		}
+		switch g.ReasoningParser {
+		case "":
+			g.choice.reasoning = strings.Contains(src, api.ThinkEnd)
+		case "none":
+		default:
+			g.choice.reasoning = true
+		}
+	})
+	return &g.choice
+}
+
+// outputParser is the parser chain of a chat's output: reasoning when the
+// model thinks, tool calls when the request offered tools it may call.
+// prompt is the rendered prompt.
+func (g *Gateway) outputParser(req *api.Request, prompt string) *api.OutputParser {
+	o := &api.OutputParser{}
+	if req.Kind == api.Completion {
+		return o
+	}
+	c := g.parsers()
+	if c.reasoning {
+		o.Reasoning = api.NewReasoningParser(prompt)
+	}
+	if c.tools != nil && req.Conversation.HasTools() && !req.NoToolCalls {
+		o.Tools = api.NewToolParser(c.tools)
+	}
+	return o
+}
