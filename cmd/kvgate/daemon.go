@@ -26,6 +26,7 @@ type daemon struct {
 	sims   *sim.Local
 	pool   *engine.Pool
 	ring   *syncring.Ring
+	disc   *discoveryRun
 	steer  *passthrough.Pool
 	http   *httpx.Server
 	admin  *admin.Server
@@ -56,12 +57,14 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	pcfg := engine.DefaultConfig()
 	pcfg.Secret, pcfg.Logger = c.secret, log
 	c.engine.apply(&pcfg)
+	c.discovery.apply(&pcfg)
 	d.pool = engine.NewPool(pcfg, index, addrs)
 	router := route.New(d.pool, c.policy, c.weights)
 	if d.ring, err = startRing(&c.ring, d.pool, router, index, log); err != nil {
 		d.close()
 		return nil, err
 	}
+	d.disc = startDiscovery(&c.discovery, d.pool, d.ring, log)
 	httpPool, err := startPassthrough(c, log)
 	if err != nil {
 		d.close()
@@ -90,6 +93,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	}
 	d.admin = admin.NewServer(reg)
 	d.admin.HandleJSON("/debug/state", func() any { return admin.Snapshot(d.pool, router, index, d.ring, httpPool) })
+	d.admin.MountEngines(d.disc, c.discovery.token)
 	if err := d.admin.Listen(c.adminListen); err != nil {
 		d.close()
 		return nil, err
@@ -147,6 +151,9 @@ func (d *daemon) close() {
 	}
 	if d.admin != nil {
 		_ = d.admin.Close()
+	}
+	if d.disc != nil {
+		d.disc.close() // no engine comes or goes from here on
 	}
 	if d.ring != nil {
 		d.ring.Close() // peers re-form without this replica at once

@@ -43,6 +43,7 @@ type config struct {
 	checkOnly           bool
 	ring                ringFlags
 	engine              engineFlags
+	discovery           discoveryFlags
 	httpEngines         []string
 	steering            string
 }
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
 	c.ring.register(fs)
 	c.engine.register(fs)
+	c.discovery.register(fs)
 	fs.Func("http-engine", "an OpenAI-compatible HTTP engine, http://HOST:PORT (repeatable, or comma-separated): routed by approximate prefix, requests forwarded unchanged", func(v string) error {
 		for _, u := range strings.Split(v, ",") {
 			if u = strings.TrimSpace(u); u != "" {
@@ -131,8 +133,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			c.engines = append(c.engines, e)
 		}
 	}
-	if len(c.engines) > 0 && c.simEngines > 0 || len(c.engines) == 0 && c.simEngines == 0 && len(c.httpEngines) == 0 {
-		return nil, errors.New("give --engine HOST:PORT,... or --sim-engines N (and/or --http-engine URL)")
+	if len(c.engines) > 0 && c.simEngines > 0 || len(c.engines) == 0 && c.simEngines == 0 && len(c.httpEngines) == 0 && !c.discovery.any() {
+		return nil, errors.New("give --engine HOST:PORT,... or --sim-engines N (and/or --http-engine URL, --engine-dns, --engine-file, --admin-token-file)")
 	}
 	if len(c.httpEngines) > 0 {
 		c.http.KeepRaw = true
@@ -148,10 +150,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.secret, err = loadSecret("KVGATE_SECRET", *secretFile, "--engine-secret-file"); err != nil {
 		return nil, err
 	}
-	if err := c.ring.check(c.engines); err != nil {
+	if err := c.ring.check(append(c.discovery.sources(), c.engines...)); err != nil {
 		return nil, err
 	}
 	if err := c.engine.check(); err != nil {
+		return nil, err
+	}
+	if err := c.discovery.check(); err != nil {
 		return nil, err
 	}
 	c.http.Addr = c.listen
