@@ -20,7 +20,11 @@ func DecodeMessages(body []byte, check ModelCheck) (*Request, *Error) {
 		Metadata      struct {
 			UserID string `json:"user_id"`
 		} `json:"metadata"`
-		Tools json.RawMessage `json:"tools"`
+		Tools      json.RawMessage `json:"tools"`
+		ToolChoice json.RawMessage `json:"tool_choice"`
+		Thinking   *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
 	}
 	if e := decodeJSON(body, &b); e != nil {
 		return nil, e
@@ -43,39 +47,54 @@ func DecodeMessages(body []byte, check ModelCheck) (*Request, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	if e = checkArrayOfObjects("tools", b.Tools); e != nil {
+	tools, names, e := anthropicTools(b.Tools)
+	if e != nil {
+		return nil, e
+	}
+	choice, e := anthropicToolChoice(b.ToolChoice)
+	if e != nil {
+		return nil, e
+	}
+	if e = checkToolChoice(r, choice, names); e != nil {
+		return nil, e
+	}
+	if r.Guided, e = guidedOf(nil, choice); e != nil {
 		return nil, e
 	}
 	if e = checkSystem(b.System); e != nil {
 		return nil, e
 	}
-	msgs, err := anthropicToChat(b.System, b.Messages)
+	kwargs, e := thinkingKwargs(b.Thinking)
+	if e != nil {
+		return nil, e
+	}
+	msgs, err := anthropicMessages(b.System, b.Messages)
 	if err != nil {
-		return nil, BadRequest("messages", err.Error())
+		return nil, badRequestOf("messages", err)
 	}
 	if msgs, err = normalizeMessages(msgs); err != nil {
-		return nil, BadRequest("messages", err.Error())
+		return nil, badRequestOf("messages", err)
 	}
-	r.Conversation = Conversation{Messages: msgs, AddGenerationPrompt: true}
+	r.Conversation = Conversation{Messages: msgs, Tools: tools, Kwargs: kwargs, AddGenerationPrompt: true}
 	return r, nil
 }
 
-// anthropicToChat prepends the system prompt (string or text blocks) as a
-// system message; content blocks flatten like OpenAI content parts.
-func anthropicToChat(system, messages json.RawMessage) (json.RawMessage, error) {
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(messages, &msgs); err != nil || len(msgs) == 0 {
-		return nil, fmt.Errorf("messages: must be a non-empty list")
-	}
-	if len(system) > 0 && string(system) != "null" {
-		flat, err := flattenContent(system)
-		if err != nil {
-			return nil, fmt.Errorf("system: %v", err)
+// thinkingKwargs maps Anthropic's thinking onto the template's
+// enable_thinking (Qwen3's switch): a model thinks only when asked to.
+func thinkingKwargs(t *struct {
+	Type string `json:"type"`
+}) (map[string]json.RawMessage, *Error) {
+	on := false
+	if t != nil {
+		switch t.Type {
+		case "enabled", "adaptive":
+			on = true
+		case "disabled":
+		default:
+			return nil, BadRequest("thinking.type", fmt.Sprintf("thinking.type %q is not enabled or disabled", t.Type))
 		}
-		sys, _ := json.Marshal(map[string]json.RawMessage{"role": json.RawMessage(`"system"`), "content": flat})
-		msgs = append([]json.RawMessage{sys}, msgs...)
 	}
-	return json.Marshal(msgs)
+	return map[string]json.RawMessage{"enable_thinking": mustJSON(on)}, nil
 }
 
 // checkSystem refuses a system prompt that is neither a string nor a list

@@ -15,6 +15,7 @@ func normalizeMessages(raw json.RawMessage) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
 		return nil, fmt.Errorf("messages must be a non-empty list of message objects")
 	}
+
 	var out bytes.Buffer
 	out.WriteByte('[')
 	for i, m := range msgs {
@@ -35,7 +36,7 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int) error {
 		return fmt.Errorf("messages[%d] must be an object", i)
 	}
 	out.WriteByte('{')
-	role := ""
+	role, callID := "", ""
 	for first := true; d.More(); first = false {
 		k, _ := d.Token()
 		key, _ := k.(string)
@@ -54,6 +55,14 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int) error {
 				return fmt.Errorf("messages[%d].content: %v", i, err)
 			}
 			v = flat
+		case "tool_calls":
+			calls, err := normalizeToolCalls(v, i)
+			if err != nil {
+				return err
+			}
+			v = calls
+		case "tool_call_id":
+			_ = json.Unmarshal(v, &callID)
 		}
 		if !first {
 			out.WriteByte(',')
@@ -64,7 +73,11 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int) error {
 		out.Write(v)
 	}
 	switch role {
-	case "system", "user", "assistant", "tool", "developer":
+	case "tool":
+		if callID == "" {
+			return fieldErrorf(fmt.Sprintf("messages[%d].tool_call_id", i), "a message of role tool needs the tool_call_id it answers")
+		}
+	case "system", "user", "assistant", "developer":
 	default:
 		return fmt.Errorf("messages[%d].role %q is not system, user, assistant or tool", i, role)
 	}
@@ -93,4 +106,46 @@ func flattenContent(v json.RawMessage) (json.RawMessage, error) {
 		texts = append(texts, p.Text)
 	}
 	return json.Marshal(strings.Join(texts, "\n"))
+}
+
+// normalizeToolCalls reads an assistant's tool_calls and gives each
+// call's arguments to the template as an object, as vLLM does (OpenAI
+// sends them as a JSON string; templates print them with tojson).
+func normalizeToolCalls(v json.RawMessage, i int) (json.RawMessage, error) {
+	if string(v) == "null" {
+		return v, nil
+	}
+	var calls []struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(v, &calls); err != nil {
+		return nil, fieldErrorf(fmt.Sprintf("messages[%d].tool_calls", i), "must be a list of {id, type, function: {name, arguments}}")
+	}
+	for j := range calls {
+		f := &calls[j].Function
+		field := fmt.Sprintf("messages[%d].tool_calls[%d].function", i, j)
+		if f.Name == "" {
+			return nil, fieldErrorf(field+".name", "is required")
+		}
+		var s string
+		if json.Unmarshal(f.Arguments, &s) == nil {
+			f.Arguments = json.RawMessage(s)
+		}
+		if len(f.Arguments) == 0 {
+			f.Arguments = json.RawMessage(`{}`)
+		}
+		var obj map[string]json.RawMessage
+		if f.Arguments[0] != '{' || json.Unmarshal(f.Arguments, &obj) != nil {
+			return nil, fieldErrorf(field+".arguments", "must be a JSON object (or a string holding one)")
+		}
+		if calls[j].Type == "" {
+			calls[j].Type = "function"
+		}
+	}
+	return json.Marshal(calls)
 }

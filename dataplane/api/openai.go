@@ -81,16 +81,28 @@ func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
 	if r.Guided, e = guidedOf(b.ResponseFormat, b.ToolChoice); e != nil {
 		return nil, e
 	}
-	if e = checkArrayOfObjects("tools", b.Tools); e != nil {
+	names, e := checkOpenAITools(b.Tools)
+	if e != nil {
 		return nil, e
 	}
-	msgs, err := normalizeMessages(b.Messages)
-	if err != nil {
-		return nil, BadRequest("messages", err.Error())
+	if e = checkToolChoice(r, b.ToolChoice, names); e != nil {
+		return nil, e
 	}
-	r.Conversation = Conversation{Messages: msgs, Tools: b.Tools, Kwargs: b.ChatTemplateKwargs,
-		AddGenerationPrompt: b.AddGenerationPrompt == nil || *b.AddGenerationPrompt}
+	if r.Conversation, e = chatConversation(b.Messages, b.Tools, b.ChatTemplateKwargs, b.AddGenerationPrompt); e != nil {
+		return nil, e
+	}
 	return r, nil
+}
+
+// chatConversation is what the template renders of an OpenAI chat (and
+// of /tokenize's messages, which must give the same ids).
+func chatConversation(messages, tools json.RawMessage, kwargs map[string]json.RawMessage, addGeneration *bool) (Conversation, *Error) {
+	msgs, err := normalizeMessages(messages)
+	if err != nil {
+		return Conversation{}, badRequestOf("messages", err)
+	}
+	return Conversation{Messages: msgs, Tools: tools, Kwargs: kwargs,
+		AddGenerationPrompt: addGeneration == nil || *addGeneration}, nil
 }
 
 // guidedOf builds the structured-output constraint the engine must honour:

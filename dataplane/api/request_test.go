@@ -61,6 +61,7 @@ func TestDecodeCompletionFields(t *testing.T) {
 
 func TestDecodeChatFields(t *testing.T) {
 	msgs := `[{"role":"user","content":"hi"}]`
+	tools := `,"tools":[{"type":"function","function":{"name":"f"}}]`
 	cases := []struct {
 		name string
 		body string
@@ -82,12 +83,14 @@ func TestDecodeChatFields(t *testing.T) {
 			r.Guided = []byte(`{"response_format":{"type":"json_object"}}`)
 		}},
 		{"tool_choice auto", `{"model":"m","messages":` + msgs + `,"tool_choice":"auto"}`, func(r *Request) {}},
-		{"tool_choice none", `{"model":"m","messages":` + msgs + `,"tool_choice":"none"}`, func(r *Request) {}},
-		{"tool_choice required", `{"model":"m","messages":` + msgs + `,"tool_choice":"required"}`, func(r *Request) {
+		{"tool_choice none", `{"model":"m","messages":` + msgs + `,"tool_choice":"none"}`, func(r *Request) { r.NoToolCalls = true }},
+		{"tool_choice required", `{"model":"m","messages":` + msgs + `,"tool_choice":"required"` + tools + `}`, func(r *Request) {
 			r.Guided = []byte(`{"tool_choice":"required"}`)
+			r.Conversation.Tools = json.RawMessage(tools[9:])
 		}},
-		{"tool_choice named", `{"model":"m","messages":` + msgs + `,"tool_choice":{"type":"function","function":{"name":"f"}}}`, func(r *Request) {
+		{"tool_choice named", `{"model":"m","messages":` + msgs + `,"tool_choice":{"type":"function","function":{"name":"f"}}` + tools + `}`, func(r *Request) {
 			r.Guided = []byte(`{"tool_choice":{"type":"function","function":{"name":"f"}}}`)
+			r.Conversation.Tools = json.RawMessage(tools[9:])
 		}},
 		{"content parts flattened", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`, func(r *Request) {
 			r.Conversation.Messages = json.RawMessage(`[{"role":"user","content":"a\nb"}]`)
@@ -144,7 +147,9 @@ func TestDecodeMessagesFields(t *testing.T) {
 			}
 			want := defaults(Messages, 5)
 			want.MaxTokensGiven = true // Anthropic requires it
-			want.Conversation = Conversation{Messages: json.RawMessage(msgs), AddGenerationPrompt: true}
+			// Thinking is off unless asked for (Qwen3's enable_thinking).
+			want.Conversation = Conversation{Messages: json.RawMessage(msgs), AddGenerationPrompt: true,
+				Kwargs: map[string]json.RawMessage{"enable_thinking": json.RawMessage("false")}}
 			c.want(&want)
 			if !reflect.DeepEqual(*got, want) {
 				t.Fatalf("got  %+v\nwant %+v", *got, want)

@@ -2,7 +2,8 @@ package api
 
 import "encoding/json"
 
-// TokenizeRequest is vLLM's POST /tokenize: a prompt or a conversation.
+// TokenizeRequest is vLLM's POST /tokenize: a prompt or a conversation
+// (messages with tools and chat_template_kwargs, rendered as a chat's).
 type TokenizeRequest struct {
 	Model string
 	// Prompt is set for a prompt; Conversation otherwise.
@@ -16,9 +17,11 @@ func DecodeTokenize(body []byte) (*TokenizeRequest, *Error) {
 	var b struct {
 		Model            string          `json:"model"`
 		Prompt           *string         `json:"prompt"`
-		Messages         json.RawMessage `json:"messages"`
-		AddSpecialTokens *bool           `json:"add_special_tokens"`
-		AddGeneration    *bool           `json:"add_generation_prompt"`
+		Messages           json.RawMessage            `json:"messages"`
+		Tools              json.RawMessage            `json:"tools"`
+		ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+		AddSpecialTokens   *bool                      `json:"add_special_tokens"`
+		AddGeneration      *bool                      `json:"add_generation_prompt"`
 	}
 	if e := decodeJSON(body, &b); e != nil {
 		return nil, e
@@ -27,11 +30,13 @@ func DecodeTokenize(body []byte) (*TokenizeRequest, *Error) {
 	switch {
 	case b.Prompt != nil:
 	case len(b.Messages) > 0:
-		msgs, err := normalizeMessages(b.Messages)
-		if err != nil {
-			return nil, BadRequest("messages", err.Error())
+		if _, e := checkOpenAITools(b.Tools); e != nil {
+			return nil, e
 		}
-		r.Conversation = Conversation{Messages: msgs, AddGenerationPrompt: b.AddGeneration == nil || *b.AddGeneration}
+		var e *Error
+		if r.Conversation, e = chatConversation(b.Messages, b.Tools, b.ChatTemplateKwargs, b.AddGeneration); e != nil {
+			return nil, e
+		}
 	default:
 		return nil, BadRequest("prompt", "either \"prompt\" or \"messages\" is required")
 	}
