@@ -31,12 +31,12 @@ type block struct {
 
 // chatMessage is a message as the template gets it.
 type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    *string         `json:"content"`
-	Reasoning  string          `json:"reasoning_content,omitempty"`
-	ToolCalls  []chatToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Name       string          `json:"name,omitempty"`
+	Role       string         `json:"role"`
+	Content    *string        `json:"content"`
+	Reasoning  string         `json:"reasoning_content,omitempty"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	Name       string         `json:"name,omitempty"`
 }
 
 type chatToolCall struct {

@@ -15,8 +15,8 @@ type TokenizeRequest struct {
 // DecodeTokenize decodes a POST /tokenize body.
 func DecodeTokenize(body []byte) (*TokenizeRequest, *Error) {
 	var b struct {
-		Model            string          `json:"model"`
-		Prompt           *string         `json:"prompt"`
+		Model              string                     `json:"model"`
+		Prompt             *string                    `json:"prompt"`
 		Messages           json.RawMessage            `json:"messages"`
 		Tools              json.RawMessage            `json:"tools"`
 		ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`

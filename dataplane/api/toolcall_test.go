@@ -119,9 +119,9 @@ func checkSplit(t *testing.T, out string, at int, whole, got Collect, valid bool
 
 func TestToolSyntaxOf(t *testing.T) {
 	for tmpl, want := range map[string]*ToolSyntax{
-		`{{- '<tool_call>\n{"name": "' }}`:              Hermes,
-		`{{'<｜tool▁call▁begin｜>' + tool['type']}}`:     DeepSeekV3,
-		`{{- "Environment: ipython\n" }}`:                Llama3JSON,
+		`{{- '<tool_call>\n{"name": "' }}`:                   Hermes,
+		`{{'<｜tool▁call▁begin｜>' + tool['type']}}`:           DeepSeekV3,
+		`{{- "Environment: ipython\n" }}`:                    Llama3JSON,
 		`{% for m in messages %}{{ m.content }}{% endfor %}`: nil,
 	} {
 		if got := ToolSyntaxOf(tmpl); got != want {
