@@ -102,6 +102,9 @@ type RankConfig struct {
 	MaxModelLen       int // prompt plus output, at most
 	EOS               uint32
 	Profile           Profile
+	// Tools, when set, answers prompts that offer tools with tool calls
+	// (toolcall.go); nil generates as ever.
+	Tools *ToolCalls
 }
 
 // Validate reports settings the scheduler cannot run with.

@@ -28,6 +28,8 @@ type Request struct {
 	started    bool // has produced its first token
 	seed       uint64
 	stopTokens map[uint32]bool
+	script     []uint32 // the answer ToolCalls scripted (toolcall.go)
+	scripted   bool
 	arrival    uint64 // admission order, for preemption (newest first)
 	// loading is how long until the blocks it loads from lower tiers are
 	// on the GPU; it is not computed before.

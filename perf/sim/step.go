@@ -217,7 +217,7 @@ func (c *Core) advance(r *Request, n int) (Output, bool) {
 	if r.computed < r.target {
 		return Output{}, false // a chunk of a longer prefill
 	}
-	tok, eos := nextToken(r.seed, r.generated, r.Params.IgnoreEOS, c.cfg.EOS)
+	tok, eos := c.nextOf(r)
 	r.tokens = append(r.tokens, tok)
 	r.generated++
 	c.stats.GeneratedTokens++
