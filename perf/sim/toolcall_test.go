@@ -72,7 +72,9 @@ func TestToolCallsEngine(t *testing.T) {
 	}{{10, []uint32{7, 8, 9, DefaultEOS}, wire.FinishStop}, {2, []uint32{7, 8}, wire.FinishLength}} {
 		cfg := DefaultConfig().Rank
 		cfg.Tools = &ToolCalls{encode: func(string) []uint32 { return script },
-			decode: func([]uint32) string { return "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n</tools>" }, marker: 5}
+			decode: func([]uint32) string {
+				return "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n</tools>"
+			}, marker: 5}
 		c := newCore(t, cfg)
 		k := RequestKey{Stream: 1}
 		must(t, c.Add(NewRequest(k, []uint32{1, 5, 2}, Params{MaxTokens: tc.max}, kvstore.Keys{})))
