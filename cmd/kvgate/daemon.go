@@ -49,7 +49,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	}
 	addrs := c.engines
 	if c.simEngines > 0 {
-		if addrs, err = d.startSims(c); err != nil {
+		if addrs, err = d.startSims(c, tok); err != nil {
 			return nil, err
 		}
 	}
@@ -81,7 +81,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	}
 	gw := &gateway.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
 		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool,
-		MaxModelLen: c.maxModelLen}
+		MaxModelLen: c.maxModelLen, ToolParser: c.toolParser, ReasoningParser: c.reasoningParser}
 	c.http.Logger = log
 	d.http = httpx.NewServer(c.http, gw)
 	go func() { d.served <- d.http.Serve() }()
@@ -119,7 +119,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 
 // startSims runs the embedded default's engines on loopback: real TCP, the
 // real wire protocol, serving the built-in tokenizer's model name.
-func (d *daemon) startSims(c *config) ([]string, error) {
+// They answer prompts that offer tools with tool calls (sim.ToolCalls).
+func (d *daemon) startSims(c *config, tok *tokenize.Tokenizer) ([]string, error) {
 	profile, err := sim.LoadProfile(c.simProfile)
 	if err != nil {
 		return nil, err
@@ -131,6 +132,8 @@ func (d *daemon) startSims(c *config) ([]string, error) {
 		cfg.Rank.MaxModelLen = c.maxModelLen // the gateway holds requests to the same context
 	}
 	cfg.Speed, cfg.Secret, cfg.Logger = c.simSpeed, c.secret, d.log
+	cfg.Rank.Tools = sim.NewToolCalls(func(s string) []uint32 { return tok.Encode(nil, s, false) },
+		func(ids []uint32) string { return tok.DecodeString(ids, false) })
 	if d.sims, err = sim.StartLocal(c.simEngines, cfg, "sim"); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvgate/kvgate/dataplane/gateway"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/wire"
@@ -46,6 +47,8 @@ type config struct {
 	discovery           discoveryFlags
 	httpEngines         []string
 	steering            string
+	toolParser          string
+	reasoningParser     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -89,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line")
 	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
+	fs.StringVar(&c.toolParser, "tool-parser", "", "tool-call syntax of the model's output, as vLLM's --tool-call-parser: hermes, llama3_json, deepseek_v3 or none (default: read from the chat template)")
+	fs.StringVar(&c.reasoningParser, "reasoning-parser", "", "reasoning syntax of the model's output, as vLLM's --reasoning-parser: qwen3, deepseek_r1 or none (default: the chat template's <think>)")
 	c.ring.register(fs)
 	c.engine.register(fs)
 	c.discovery.register(fs)
@@ -164,6 +169,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("prefill rate, body and header limits must be positive; retries not negative")
 	}
 	if err := c.http.Validate(); err != nil {
+		return nil, err
+	}
+	if err := gateway.CheckParsers(c.toolParser, c.reasoningParser); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -60,4 +62,16 @@ func (g *Gateway) outputParser(req *api.Request, prompt string) *api.OutputParse
 		o.Tools = api.NewToolParser(c.tools)
 	}
 	return o
+}
+
+// CheckParsers refuses a ToolParser or ReasoningParser name the gateway
+// does not know.
+func CheckParsers(tool, reasoning string) error {
+	if _, err := api.ToolSyntaxNamed(tool); err != nil {
+		return err
+	}
+	if reasoning == "" || reasoning == "none" || slices.Contains(ReasoningParsers, reasoning) {
+		return nil
+	}
+	return fmt.Errorf("gateway: unknown reasoning parser %q (qwen3, deepseek_r1 or none)", reasoning)
 }
