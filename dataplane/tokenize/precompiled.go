@@ -37,6 +37,11 @@ import (
 type precompiled struct {
 	units      []uint32
 	normalized string
+	// ascii holds each ASCII character's replacement, found once: an
+	// ASCII character followed by another (or the end) is a cluster of its
+	// own, except CR before LF, so most text skips the segmentation.
+	ascii   [utf8.RuneSelf]string
+	asciiOK [utf8.RuneSelf]bool
 }
 
 func newPrecompiled(charsmap *string) (*precompiled, error) {
@@ -60,6 +65,9 @@ func newPrecompiled(charsmap *string) (*precompiled, error) {
 	}
 	if !utf8.ValidString(p.normalized) {
 		return nil, fmt.Errorf("%w: Precompiled charsmap strings are not UTF-8", ErrInvalid)
+	}
+	for c := range utf8.RuneSelf {
+		p.ascii[c], p.asciiOK[c] = p.transform(string(rune(c)))
 	}
 	return p, nil
 }
@@ -105,6 +113,18 @@ func (p *precompiled) normalize(s string, a *textArena) string {
 	var out []byte // nil until something changes
 	state := -1
 	for pos, rest := 0, s; rest != ""; {
+		if c := rest[0]; c < utf8.RuneSelf && (len(rest) == 1 || rest[1] < utf8.RuneSelf && !(c == '\r' && rest[1] == '\n')) {
+			if p.asciiOK[c] {
+				out = p.begin(out, a, s, pos)
+				out = append(out, p.ascii[c]...)
+			} else if out != nil {
+				out = append(out, c)
+			}
+			pos++
+			rest = rest[1:]
+			state = -1 // nothing before a cluster boundary at ASCII matters
+			continue
+		}
 		var g string
 		g, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
 		start := pos

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 // nmtNFKC returns SentencePiece's nmt_nfkc charsmap, base64 as in
@@ -100,7 +102,8 @@ func mustJSON(t testing.TB, v any) []byte {
 // FuzzPrecompiled: any text normalizes without panicking into valid UTF-8,
 // and text the charsmap leaves alone comes back as it was.
 func FuzzPrecompiled(f *testing.F) {
-	for _, s := range []string{"ﬁne 𝔾ood", "เขาไม่ได้พูดสักคำ", "ड़ी दुख", "\u0627\u0653", "plain", "a\x00b", "\xff\xfe"} {
+	for _, s := range []string{"ﬁne 𝔾ood", "เขาไม่ได้พูดสักคำ", "ड़ी दुख", "\u0627\u0653", "plain", "a\x00b", "\xff\xfe",
+		"e\u0301 a\r\nb\t\x01c 🇫🇷🇩🇪 x\u200d"} {
 		f.Add(s)
 	}
 	cm := nmtNFKC(f)
@@ -114,10 +117,33 @@ func FuzzPrecompiled(f *testing.F) {
 		if !utf8.ValidString(got) {
 			t.Fatalf("normalize(%q) = %q, not UTF-8", s, got)
 		}
-		if again := p.normalize(got, nil); got == s && again != s {
-			t.Fatalf("unchanged text %q changed on a second pass: %q", s, again)
+		if want := normalizeByClusters(p, s); got != want {
+			t.Fatalf("normalize(%q) = %q, cluster by cluster %q", s, got, want)
 		}
 	})
+}
+
+// normalizeByClusters is normalize without the ASCII shortcut: every
+// cluster from uniseg, as tokenizers segments them all.
+func normalizeByClusters(p *precompiled, s string) string {
+	var out []byte
+	state := -1
+	for rest := s; rest != ""; {
+		var g string
+		g, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if norm, ok := p.transform(g); ok && len(g) < 6 {
+			out = append(out, norm...)
+			continue
+		}
+		for _, r := range g {
+			if norm, ok := p.transform(string(r)); ok {
+				out = append(out, norm...)
+			} else {
+				out = utf8.AppendRune(out, r)
+			}
+		}
+	}
+	return string(out)
 }
 
 // FuzzSentencePieceDecode: any ids, in the vocabulary or not, decode and

@@ -3,6 +3,7 @@ package tokenize
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"unicode/utf8"
 )
@@ -65,6 +66,7 @@ func newUnigram(raw []byte) (*unigram, error) {
 			minScore = score
 		}
 	}
+	u.trie.finish()
 	u.unkScore = minScore - 10
 	for b := range 256 {
 		u.byteIDs[b], u.byteOK[b] = u.vocab[fmt.Sprintf("<0x%02X>", b)]
@@ -185,9 +187,12 @@ func (u *unigram) appendUnknown(dst []uint32, run string) []uint32 {
 
 // pieceTrie holds a vocabulary by bytes, for Viterbi's common-prefix
 // search: node 0 is the root, id is noID where no piece ends. A piece
-// added twice keeps its last id, as tokenizers' token_to_ids does.
+// added twice keeps its last id, as tokenizers' token_to_ids does. The
+// root's children are a table by byte (it has a child for most first
+// bytes); other nodes keep their few edges sorted by byte once built.
 type pieceTrie struct {
 	nodes []pieceNode
+	root  [256]int32
 }
 
 type pieceNode struct {
@@ -198,27 +203,66 @@ type pieceNode struct {
 func (t *pieceTrie) add(piece string, id uint32) {
 	if len(t.nodes) == 0 {
 		t.nodes = []pieceNode{{id: noID}}
+		for i := range t.root {
+			t.root[i] = -1
+		}
 	}
-	n := int32(0)
-	for i := 0; i < len(piece); i++ {
+	if piece == "" {
+		return
+	}
+	n := t.root[piece[0]]
+	if n < 0 {
+		n = t.newNode()
+		t.root[piece[0]] = n
+	}
+	for i := 1; i < len(piece); i++ {
 		c := t.child(n, piece[i])
 		if c < 0 {
-			c = int32(len(t.nodes))
-			t.nodes = append(t.nodes, pieceNode{id: noID})
+			c = t.newNode()
 			t.nodes[n].edges = append(t.nodes[n].edges, trieEdge{piece[i], c})
 		}
 		n = c
 	}
-	if n != 0 {
-		t.nodes[n].id = id
+	t.nodes[n].id = id
+}
+
+func (t *pieceTrie) newNode() int32 {
+	t.nodes = append(t.nodes, pieceNode{id: noID})
+	return int32(len(t.nodes) - 1)
+}
+
+// finish sorts every node's edges, for child's binary search.
+func (t *pieceTrie) finish() {
+	for i := range t.nodes {
+		slices.SortFunc(t.nodes[i].edges, func(a, b trieEdge) int { return int(a.b) - int(b.b) })
 	}
 }
 
+// child returns n's child by b, or -1; n 0 is the root.
 func (t *pieceTrie) child(n int32, b byte) int32 {
-	for _, e := range t.nodes[n].edges {
-		if e.b == b {
-			return e.child
+	if n == 0 {
+		return t.root[b]
+	}
+	edges := t.nodes[n].edges
+	if len(edges) <= 8 {
+		for _, e := range edges {
+			if e.b == b {
+				return e.child
+			}
 		}
+		return -1
+	}
+	lo, hi := 0, len(edges)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if edges[m].b < b {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(edges) && edges[lo].b == b {
+		return edges[lo].child
 	}
 	return -1
 }
