@@ -1,0 +1,402 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The fleet-operations tests (issue 27): engines that come and go at run
+// time, by the engine file and by the admin API, while requests run;
+// replicas whose engine sets differ; and the deploy files' metrics.
+
+const fleetToken = "fleet-admin-token"
+
+// fleetSims starts n engines (kvgate-sim, default timing so streams take a
+// while) and returns their addresses; engine i's handshake id is e<i>.
+func fleetSims(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for i := range n {
+		e := start(t, "kvgate-sim", "--listen", "127.0.0.1:0", "--id", fmt.Sprintf("e%d", i), "--model", model, "--profile", "default")
+		addrs = append(addrs, e.waitLog(t, "serving")["addr"].(string))
+	}
+	return addrs
+}
+
+// writeFile replaces path's content whole (write, then rename), as the
+// engine file's documentation asks.
+func writeFile(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// adminCall sends an engine API request with the admin token.
+func adminCall(t *testing.T, admin, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, admin+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+fleetToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// fleetState is what these tests read of /debug/state.
+type fleetState struct {
+	Engines []struct {
+		Addr, ID, State string
+	} `json:"engines"`
+	Index struct {
+		Engines []struct {
+			Engine string
+			Blocks [3]uint64
+		} `json:"engines"`
+	} `json:"index"`
+	Ring struct {
+		Members       []string `json:"members"`
+		Epoch         uint64   `json:"epoch"`
+		RoundsDone    uint64   `json:"rounds_done"`
+		SharedEngines int      `json:"shared_engines"`
+		Engines       int      `json:"engines"`
+	} `json:"ring"`
+}
+
+func fleetDebugState(t *testing.T, admin string) *fleetState {
+	t.Helper()
+	r, err := http.Get(admin + "/debug/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var st fleetState
+	if err := json.NewDecoder(r.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
+}
+
+// engineState is the state of the engine at addr ("" when not listed) and
+// the GPU blocks the index holds for it (-1 when it has no slot).
+func (st *fleetState) engine(addr string) (state string, blocks int64) {
+	blocks = -1
+	for _, e := range st.Engines {
+		if e.Addr == addr {
+			state = e.State
+		}
+	}
+	for _, e := range st.Index.Engines {
+		if e.Engine == addr {
+			blocks = int64(e.Blocks[0])
+		}
+	}
+	return state, blocks
+}
+
+// waitEngine polls /debug/state until cond holds for the engine at addr.
+func waitEngine(t *testing.T, admin, addr, what string, cond func(state string, blocks int64) bool) {
+	t.Helper()
+	checkFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+		if s, b := fleetDebugState(t, admin).engine(addr); !cond(s, b) {
+			return fmt.Errorf("engine %s: %s (state %q, %d blocks in the index)", addr, what, s, b)
+		}
+		return nil
+	})
+}
+
+// load is steady traffic from two clients (steadyLoad).
+type load struct {
+	sent atomic.Int64
+	stop func() []string // ends the traffic, returns every failure
+}
+
+// more waits until the clients have sent n more requests.
+func (l *load) more(t *testing.T, n int64, after string) {
+	t.Helper()
+	want := l.sent.Load() + n
+	checkFor(t, 60*time.Second, 10*time.Millisecond, func() error {
+		if got := l.sent.Load(); got < want {
+			return fmt.Errorf("%d of %d requests sent %s", got, want, after)
+		}
+		return nil
+	})
+}
+
+// steadyLoad sends completions from two clients until stop is called.
+func steadyLoad(t *testing.T, base string) *load {
+	l := &load{}
+	sent := &l.sent
+	var mu sync.Mutex
+	var failures []string
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				prompt := fmt.Sprintf("Client %d request %d. %s", c, i%16, strings.Repeat("Context that engines cache in blocks. ", 30))
+				b, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "max_tokens": 2})
+				resp, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(b))
+				sent.Add(1)
+				if err != nil {
+					mu.Lock()
+					failures = append(failures, err.Error())
+					mu.Unlock()
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("%d %s", resp.StatusCode, body))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	l.stop = func() []string {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return failures
+	}
+	return l
+}
+
+// TestEnginesComeAndGo: one kvgate with an engine from --engine and one
+// from --engine-file; while requests run, an engine added by the admin
+// API takes requests, one dropped from the file leaves (blocks out of the
+// index), and one drained by the admin API while it streams finishes the
+// stream, takes no new request and leaves the index. No request fails.
+func TestEnginesComeAndGo(t *testing.T) {
+	e := fleetSims(t, 3)
+	dir := t.TempDir()
+	file, token := filepath.Join(dir, "engines"), filepath.Join(dir, "token")
+	writeFile(t, file, "# engines found by file", e[1])
+	writeFile(t, token, fleetToken)
+	_, base := startKvgate(t, "--engine", e[0], "--engine-file", file, "--engine-file-interval", "50ms",
+		"--admin-token-file", token)
+	admin := adminOf(t, base)
+	waitReady(t, base)
+	waitMetric(t, admin, fmt.Sprintf(`kvgate_engine_ready{engine="%s"}`, e[1]), " 1")
+	traffic := steadyLoad(t, base)
+	traffic.more(t, 4, "before any change")
+
+	// Added by the admin API: it connects, snapshots and takes requests.
+	if code, body := adminCall(t, admin, "POST", "/admin/engines", fmt.Sprintf(`{"address": %q}`, e[2])); code != 201 {
+		t.Fatalf("POST /admin/engines: %d %s", code, body)
+	}
+	if code, body := adminCall(t, admin, "POST", "/admin/engines", `{"address": "no-port"}`); code != 400 || !bytes.Contains(body, []byte(`"bad_address"`)) {
+		t.Fatalf("POST a bad address: %d %s", code, body)
+	}
+	waitEngine(t, admin, e[2], "ready with blocks from requests", func(s string, b int64) bool { return s == "ready" && b > 0 })
+	waitEngine(t, admin, e[1], "blocks before it leaves", func(_ string, b int64) bool { return b > 0 })
+	traffic.more(t, 4, "after e2 joined")
+
+	// Dropped from the file: it leaves the pool and the index.
+	writeFile(t, file, "# e1 is gone")
+	waitEngine(t, admin, e[1], "out of the pool and the index", func(s string, b int64) bool { return s == "" && b == -1 })
+	traffic.more(t, 4, "after e1 left")
+
+	failures := traffic.stop()
+	if sent := traffic.sent.Load(); len(failures) > 0 {
+		t.Fatalf("%d requests while engines came and went, %d failed: %v", sent, len(failures), failures[:min(len(failures), 5)])
+	}
+	t.Logf("%d requests while engines came and went, none failed", traffic.sent.Load())
+
+	// Drained while it streams: the stream finishes, then it leaves the index.
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": "A long answer, please.", "max_tokens": 300,
+		"ignore_eos": true, "stream": true})
+	var resp *http.Response
+	for range 20 { // until a stream lands on the engine to drain
+		r, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Header.Get("x-kvgate-engine") == "e2" {
+			resp = r
+			break
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	if resp == nil {
+		t.Fatal("no stream of 20 went to e2")
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadString('\n'); err != nil { // the stream has begun
+		t.Fatal(err)
+	}
+	if code, body := adminCall(t, admin, "POST", "/admin/engines/e2/drain", ""); code != 202 {
+		t.Fatalf("drain: %d %s", code, body)
+	}
+	waitMetric(t, admin, fmt.Sprintf(`kvgate_engine_ready{engine="%s"}`, e[2]), " 0")
+	for i := range 6 { // new requests go elsewhere
+		r, b := post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": fmt.Sprintf("after the drain %d", i), "max_tokens": 2})
+		if r.StatusCode != 200 || r.Header.Get("x-kvgate-engine") == "e2" {
+			t.Fatalf("a request after the drain: %d on %q: %s", r.StatusCode, r.Header.Get("x-kvgate-engine"), b)
+		}
+	}
+	rest, err := io.ReadAll(rd)
+	if err != nil {
+		t.Fatalf("the drained engine's stream broke: %v", err)
+	}
+	if !bytes.Contains(rest, []byte(`"finish_reason":"length"`)) || !bytes.Contains(rest, []byte("data: [DONE]")) || bytes.Contains(rest, []byte(`"error"`)) {
+		t.Fatalf("the drained engine's stream did not finish cleanly: ...%s", rest[max(0, len(rest)-400):])
+	}
+	waitEngine(t, admin, e[2], "drained and out of the index", func(s string, b int64) bool { return s == "drained" && b == -1 })
+
+	// Deleted: it leaves the list too.
+	if code, body := adminCall(t, admin, "DELETE", "/admin/engines/e2", ""); code != 202 {
+		t.Fatalf("DELETE: %d %s", code, body)
+	}
+	waitEngine(t, admin, e[2], "unlisted", func(s string, _ int64) bool { return s == "" })
+	if code, _ := adminCall(t, admin, "DELETE", "/admin/engines/e2", ""); code != 404 {
+		t.Fatalf("DELETE of a removed engine: %d, want 404", code)
+	}
+}
+
+// TestReplicasWithDifferentEngines: two replicas that see different engine
+// sets (one lacks e2 at first) form one ring over the two engines they
+// share, keep it while the second learns e2 from its engine file, and
+// converge on all three.
+func TestReplicasWithDifferentEngines(t *testing.T) {
+	e := fleetSims(t, 3)
+	ring := freeLoopbackAddrs(t, 2)
+	file := filepath.Join(t.TempDir(), "engines")
+	writeFile(t, file, "# e2 not yet")
+	replica := func(i int, args ...string) string {
+		_, base := startKvgate(t, append([]string{"--replica-id", fmt.Sprintf("replica-%d", i), "--ring-listen", ring[i],
+			"--peers", strings.Join(ring, ","), "--sync-interval", "2ms", "--ring-heartbeat", "50ms", "--ring-dead-after", "1s"}, args...)...)
+		waitReady(t, base)
+		return adminOf(t, base)
+	}
+	a := replica(0, "--engine", strings.Join(e, ","))
+	b := replica(1, "--engine", strings.Join(e[:2], ","), "--engine-file", file, "--engine-file-interval", "50ms")
+
+	ringState := func(want int) {
+		t.Helper()
+		checkFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+			for _, adm := range []string{a, b} {
+				st := fleetDebugState(t, adm).Ring
+				if len(st.Members) != 2 || st.SharedEngines != want || st.RoundsDone == 0 {
+					return fmt.Errorf("%s: members %v, %d shared engines (want %d), %d rounds", adm, st.Members, st.SharedEngines, want, st.RoundsDone)
+				}
+			}
+			return nil
+		})
+	}
+	ringState(2)
+	before := fleetDebugState(t, a).Ring
+	if before.Engines != 3 {
+		t.Fatalf("replica-0 has %d engines, want 3", before.Engines)
+	}
+
+	writeFile(t, file, e[2])
+	// The ring stays formed while the views meet: sample it until they do.
+	checkFor(t, 60*time.Second, 5*time.Millisecond, func() error {
+		for _, adm := range []string{a, b} {
+			st := fleetDebugState(t, adm).Ring
+			if len(st.Members) != 2 {
+				t.Fatalf("%s left the ring while the engine sets differed: members %v", adm, st.Members)
+			}
+			if st.SharedEngines != 3 {
+				return fmt.Errorf("%s shares %d engines", adm, st.SharedEngines)
+			}
+		}
+		return nil
+	})
+	after := fleetDebugState(t, a).Ring
+	if after.Epoch == before.Epoch {
+		t.Fatal("the shared engines changed without a new epoch")
+	}
+	done := after.RoundsDone
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if n := fleetDebugState(t, a).Ring.RoundsDone; n <= done {
+			return fmt.Errorf("no round completed over the three engines (%d)", n)
+		}
+		return nil
+	})
+	checkDeployMetrics(t, a)
+}
+
+// metricName finds the metric names in a rule or dashboard file.
+var metricName = regexp.MustCompile(`\bkvgate_[a-z0-9_]+`)
+
+// checkDeployMetrics: every kvgate metric that the deploy's alert rules
+// and Grafana dashboard name is exported by this running kvgate (a
+// histogram's _bucket, _sum and _count by its name).
+func checkDeployMetrics(t *testing.T, admin string) {
+	t.Helper()
+	r, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposed, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	types := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (\S+) (\S+)$`).FindAllSubmatch(exposed, -1) {
+		types[string(m[1])] = string(m[2])
+	}
+	var named []string
+	for _, f := range []string{"prometheus/kvgate-rules.yaml", "grafana/kvgate-dashboard.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "cmd", "kvgate", "deploy", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range metricName.FindAll(b, -1) {
+			named = append(named, string(n))
+		}
+	}
+	slices.Sort(named)
+	named = slices.Compact(named)
+	var missing []string
+	for _, n := range named {
+		if _, ok := types[n]; ok {
+			continue
+		}
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
+		if types[base] == "histogram" {
+			continue
+		}
+		missing = append(missing, n)
+	}
+	if len(named) < 15 || len(missing) > 0 {
+		t.Fatalf("of %d metrics the deploy files name, kvgate exports none of %v", len(named), missing)
+	}
+	t.Logf("all %d metrics the alert rules and the dashboard name are exported", len(named))
+}
