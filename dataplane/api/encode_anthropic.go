@@ -130,6 +130,10 @@ func (o *AnthropicEncoder) flushBlock() {
 		o.blocks = append(o.blocks, map[string]any{"type": "thinking", "thinking": string(o.all.Reasoning), "signature": ""})
 	case PieceToolCall:
 		c := o.all.Calls[0]
+		if !json.Valid([]byte(c.Arguments)) { // parsers never give these; never an empty body
+			o.blocks = append(o.blocks, map[string]any{"type": "text", "text": c.Arguments})
+			break
+		}
 		o.blocks = append(o.blocks, map[string]any{"type": "tool_use", "id": o.toolID(len(o.blocksOf("tool_use"))),
 			"name": c.Name, "input": json.RawMessage(c.Arguments)})
 	default:

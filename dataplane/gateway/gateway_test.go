@@ -36,6 +36,7 @@ type gwOptions struct {
 	keys                map[string]bool
 	maxModelLen, simLen int
 	realTime            bool // the engines take their default profile's time, not none
+	tools               bool // the engines answer prompts with tools with tool calls
 }
 
 // testGateway is a running test gateway.
@@ -58,6 +59,10 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 	}
 	if o.simLen > 0 {
 		cfg.Rank.MaxModelLen = o.simLen
+	}
+	if o.tools {
+		cfg.Rank.Tools = sim.NewToolCalls(func(s string) []uint32 { return tok.Encode(nil, s, false) },
+			func(ids []uint32) string { return tok.DecodeString(ids, false) })
 	}
 	sims, err := sim.StartLocal(2, cfg, "sim")
 	if err != nil {

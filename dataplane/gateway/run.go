@@ -101,6 +101,7 @@ type attempt struct {
 	generated int
 	buf       []byte
 	pieces    []api.Piece
+	whole     []byte // a whole response's text, parsed at its end
 }
 
 // attempt runs one attempt on the decided engine and releases its
@@ -184,12 +185,9 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 		a.buf = a.detok.Flush(a.buf)
 	}
 	text, stopped := a.stops.Feed(string(a.buf), ev.Last)
-	a.pieces = a.req.parser.Feed(a.pieces[:0], text, ev.Last || stopped)
-	for _, p := range a.pieces {
-		if err := a.out.delta(p); err != nil {
-			a.s.Cancel(wire.CancelClientGone)
-			return a.out.gone(), false, nil, true
-		}
+	if err := a.emit(text, ev.Last || stopped); err != nil {
+		a.s.Cancel(wire.CancelClientGone)
+		return a.out.gone(), false, nil, true
 	}
 	// The engine's work ends with its last token (or the CANCEL a stop
 	// string sends): release the reservation before writing the end, so a
@@ -208,6 +206,27 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 		return 200, false, nil, true
 	}
 	return 0, false, nil, false
+}
+
+// emit parses output text into pieces and sends them on. A whole
+// response is parsed at its end in one go, so a tool call that turns out
+// malformed (or cut by a stop string) is all text; a stream's pieces go
+// out as they are known.
+func (a *attempt) emit(text string, end bool) error {
+	if !a.req.Stream {
+		a.whole = append(a.whole, text...)
+		if !end {
+			return nil
+		}
+		text = string(a.whole)
+	}
+	a.pieces = a.req.parser.Feed(a.pieces[:0], text, end)
+	for _, p := range a.pieces {
+		if err := a.out.delta(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finishOf maps the engine's finish reason onto the APIs'.
