@@ -92,13 +92,10 @@ func (s *Server) handshake() wire.Handshake {
 		Features:  wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureMultimodal | wire.FeatureS2 | wire.FeatureZstd,
 		BlockSize: uint32(rc.BlockSize), MaxBatchedTokens: uint32(rc.MaxBatchedTokens), HashSeed: rc.HashSeed,
 		DPRanks: uint16(s.cfg.DPRanks), Models: []string{rc.Model}, LoRAs: s.cfg.LoRAs,
-		Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: uint64(rc.GPUBlocks)}},
+		Tiers: rc.Capacities(), TierCosts: rc.TierCosts(),
 	}
 	if s.cfg.NoKVEvents {
 		h.Features &^= wire.FeatureSnapshot
-	}
-	if rc.CPUBlocks > 0 {
-		h.Tiers = append(h.Tiers, wire.TierCapacity{Tier: wire.TierCPU, Blocks: uint64(rc.CPUBlocks)})
 	}
 	return h
 }

@@ -10,10 +10,18 @@ import (
 // TestServerTierEvents: over the wire, a router's index built from the
 // engine's KV_EVENTS holds exactly what each of its three tiers holds
 // after prompts pushed blocks from the GPU into CPU memory and onto disk,
-// as does a snapshot's; LOAD reports each tier's use.
+// as does a snapshot's; the WELCOME announces every tier and its link, and
+// LOAD reports each tier's use.
 func TestServerTierEvents(t *testing.T) {
 	s, addr := startServer(t, func(c *Config) { c.Rank.GPUBlocks, c.Rank.CPUBlocks, c.Rank.DiskBlocks = 16, 16, 64 })
 	r := dialRouter(t, addr, "")
+	wantCap := []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: 16}, {Tier: wire.TierCPU, Blocks: 16}, {Tier: wire.TierDisk, Blocks: 64}}
+	if got := r.Peer.Tiers; len(got) != 3 || got[0] != wantCap[0] || got[1] != wantCap[1] || got[2] != wantCap[2] {
+		t.Fatalf("WELCOME tiers %+v, want %+v", got, wantCap)
+	}
+	if tc := r.Peer.TierCosts; tc.BlockBytes == 0 || len(tc.Links) != 2 || tc.Links[0].Tier != wire.TierCPU || tc.Links[1].Tier != wire.TierDisk {
+		t.Fatalf("WELCOME tier costs %+v, want block bytes and the CPU and disk links", tc)
+	}
 	view := newEngineView(t)
 	must(t, r.Send(0, &wire.LoadRequest{}))
 	readUntil(t, r, view, wire.TypeLoad)
