@@ -216,7 +216,13 @@ func (t *pieceTrie) add(piece string, id uint32) {
 		t.root[piece[0]] = n
 	}
 	for i := 1; i < len(piece); i++ {
-		c := t.child(n, piece[i])
+		c := int32(-1) // edges are not sorted yet: a linear search
+		for _, e := range t.nodes[n].edges {
+			if e.b == piece[i] {
+				c = e.child
+				break
+			}
+		}
 		if c < 0 {
 			c = t.newNode()
 			t.nodes[n].edges = append(t.nodes[n].edges, trieEdge{piece[i], c})

@@ -39,3 +39,29 @@ func TestUnigram(t *testing.T) {
 		t.Fatalf("tie: got %v want %v", got, want)
 	}
 }
+
+// TestPieceTrieWideNodes: a node with more children than the linear scan
+// takes, added out of order, is searched by halves once built.
+func TestPieceTrieWideNodes(t *testing.T) {
+	var tr pieceTrie
+	var pieces []string
+	for c := byte('z'); c >= 'a'; c-- { // added out of byte order
+		pieces = append(pieces, "x"+string(c), "x"+string(c)+"y")
+	}
+	for i, p := range pieces {
+		tr.add(p, uint32(i))
+	}
+	tr.finish()
+	for i, p := range pieces {
+		n := int32(0)
+		for k := 0; k < len(p) && n >= 0; k++ {
+			n = tr.child(n, p[k])
+		}
+		if n < 0 || tr.nodes[n].id != uint32(i) {
+			t.Fatalf("%q: node %d", p, n)
+		}
+	}
+	if tr.child(tr.child(0, 'x'), '{') >= 0 {
+		t.Fatal("found a child that was never added")
+	}
+}
