@@ -59,6 +59,12 @@ func goldenCases() []goldenCase {
 				TierCosts: TierCosts{BlockBytes: 2359296, Links: []TierLink{
 					{Tier: TierCPU, LatencyNanos: 10_000, BytesPerSecond: 25_000_000_000},
 					{Tier: TierDisk, LatencyNanos: 100_000, BytesPerSecond: 7_450_000_000}}}}}},
+		{name: "welcome_engine_context", about: "WELCOME from an engine announcing its context (FeatureContext, sent because the router's HELLO had it): 32,768 tokens, prompt plus output",
+			msg: &Welcome{Handshake{
+				MinVersion: 1, MaxVersion: 1, Role: RoleEngine, HashScheme: HashXXH3Chained,
+				Features: FeatureSnapshot | FeatureLoadRequest | FeatureContext, BlockSize: 16,
+				MaxBatchedTokens: 8192, Nonce: an, ID: "engine-c", Models: []string{"Qwen/Qwen3-8B"},
+				Tiers: []TierCapacity{{TierGPU, 16384}}, MaxModelLen: 32768}}},
 		{name: "auth", about: "AUTH: HMAC-SHA256(\"s3cret\", \"kvgate wire v1 dialer\" || welcome_nonce || hello_nonce)",
 			msg: &Auth{Proof: DialerProof(secret, &dn, &an)}},
 		{name: "ping", about: "PING with opaque data", msg: &Ping{Data: 0x0102030405060708}},

@@ -34,7 +34,7 @@ func DialHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Welcome, error)
 	hello.MinVersion, hello.MaxVersion = MinVersion, MaxVersion
 	hello.Nonce = NewNonce()
 	hello.AuthRequired, hello.HasProof, hello.Proof = false, false, [32]byte{}
-	hello.Features |= FeatureTierCosts // this package reads a WELCOME's tier costs
+	hello.Features |= FeatureTierCosts | FeatureContext // this package reads a WELCOME's tier costs and context
 	if err := w.Send(0, &hello); err != nil {
 		return nil, fmt.Errorf("sending HELLO: %w", err)
 	}
@@ -110,6 +110,10 @@ func AcceptHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Hello, error)
 	wel.Features &^= FeatureTierCosts
 	if hello.Features&FeatureTierCosts != 0 && !wel.TierCosts.empty() {
 		wel.Features |= FeatureTierCosts
+	}
+	wel.Features &^= FeatureContext
+	if hello.Features&FeatureContext != 0 && wel.MaxModelLen > 0 {
+		wel.Features |= FeatureContext
 	}
 	if len(cfg.Secret) > 0 {
 		wel.AuthRequired, wel.HasProof = true, true

@@ -119,6 +119,7 @@ type LoRA struct {
 //	| nonce [32] | proof [32] | id str16 | models u16 n, str16 x n |
 //	| loras u16 n, (id u32, name str16) x n | tiers u8 n, (tier u8, reserved [7], blocks u64) x n |
 //	| WELCOME with FeatureTierCosts only: tier costs (TierCosts) |
+//	| WELCOME with FeatureContext only: max_model_len u32 | reserved [4] |
 type Handshake struct {
 	MinVersion, MaxVersion uint16
 	Role                   Role
@@ -143,6 +144,9 @@ type Handshake struct {
 	// (AcceptHandshake sets the bit when there are costs and the dialer
 	// reads them); a HELLO never carries them.
 	TierCosts TierCosts
+	// MaxModelLen (a WELCOME with FeatureContext) is the engine's context
+	// in tokens, prompt plus output; 0 when it does not say.
+	MaxModelLen uint32
 }
 
 func (h *Handshake) appendPayload(dst []byte, welcome bool) ([]byte, error) {
@@ -193,6 +197,9 @@ func (h *Handshake) appendPayload(dst []byte, welcome bool) ([]byte, error) {
 	}
 	if welcome && h.Features&FeatureTierCosts != 0 {
 		h.TierCosts.append(&e)
+	}
+	if welcome && h.Features&FeatureContext != 0 {
+		appendContext(&e, h.MaxModelLen)
 	}
 	return e.b, e.err
 }
@@ -252,6 +259,9 @@ func (h *Handshake) decode(p []byte, lim *Limits, welcome bool) error {
 	}
 	if welcome && h.Features&FeatureTierCosts != 0 {
 		h.TierCosts.decode(&c)
+	}
+	if welcome && h.Features&FeatureContext != 0 {
+		h.MaxModelLen = decodeContext(&c)
 	}
 	if c.err == nil && (h.Role < RoleRouter || h.Role > RolePeer) {
 		c.fail(ErrBadValue, "role")
