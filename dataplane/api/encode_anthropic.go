@@ -8,7 +8,8 @@ import (
 // AnthropicEncoder encodes Messages responses and their event stream
 // (message_start, ping, then per content block content_block_start,
 // content_block_delta..., content_block_stop, and message_delta,
-// message_stop). Reasoning goes out as thinking blocks, tool calls as
+// message_stop; ping after the first block's start, where Anthropic's API
+// sends it). Reasoning goes out as thinking blocks, tool calls as
 // tool_use blocks (input_json_delta events when streamed), text as text
 // blocks: a new block begins where the kind of output changes.
 type AnthropicEncoder struct {
@@ -49,9 +50,8 @@ func (o *AnthropicEncoder) Open(dst []byte) []byte {
 	if !o.Stream {
 		return dst
 	}
-	dst = sseEvent(dst, "message_start", map[string]any{"type": "message_start",
+	return sseEvent(dst, "message_start", map[string]any{"type": "message_start",
 		"message": o.message([]any{}, nil, nil, Usage{Prompt: o.PromptTokens})})
-	return sseEvent(dst, "ping", map[string]any{"type": "ping"})
 }
 
 // toolID is the id of the response's i-th tool_use block.
@@ -71,7 +71,9 @@ func (o *AnthropicEncoder) startBlock(dst []byte, p Piece) []byte {
 	}
 	o.inBlock, o.kind = true, p.Kind
 	dst = sseEvent(dst, "content_block_start", map[string]any{"type": "content_block_start", "index": o.open, "content_block": block})
-	o.open++
+	if o.open++; o.open == 1 {
+		dst = sseEvent(dst, "ping", map[string]any{"type": "ping"})
+	}
 	return dst
 }
 

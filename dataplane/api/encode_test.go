@@ -119,7 +119,7 @@ func TestAnthropicEncoder(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(kinds, " ") != "message_start ping content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop" {
+	if strings.Join(kinds, " ") != "message_start content_block_start ping content_block_delta content_block_delta content_block_stop message_delta message_stop" {
 		t.Fatalf("events %v", kinds)
 	}
 	errEv := string((&AnthropicEncoder{Stream: true}).StreamError(nil, &Error{Status: 503, Message: "busy"}))
