@@ -67,7 +67,7 @@ type Engine struct {
 	streams    map[uint32]*Stream
 	nextStream uint32
 
-	load      atomic.Pointer[loadReport]
+	load      rankLoads // per rank (ranks.go)
 	lastSeq   []uint64 // per rank; guarded by the read loop
 	snapshots map[uint16][]kvstore.Event
 	// snapAwait counts the ranks whose first snapshot the session awaits
@@ -129,7 +129,8 @@ func (e *Engine) Ready() bool { return e.State() == StateReady }
 // Hasher returns the engine's block hasher, nil before the first handshake.
 func (e *Engine) Hasher() *kvstore.Hasher { return e.profile().hasher }
 
-// Slot returns the index slot of rank 0 (and whether the engine has one).
+// Slot returns the index slot of rank 0 (and whether the engine has one);
+// RankSlot any rank's.
 func (e *Engine) Slot() (kvstore.Slot, bool) { return e.rankSlot(0) }
 
 // loadReport is a LOAD as received, numbered, with when it came.
@@ -139,21 +140,18 @@ type loadReport struct {
 	at  time.Time
 }
 
-// Load returns the last LOAD the engine reported, or nil.
+// Load returns the last LOAD rank 0 reported, or nil.
 func (e *Engine) Load() *wire.Load {
 	l, _, _ := e.LoadReport()
 	return l
 }
 
-// LoadReport returns the last LOAD the engine reported (nil before the
+// LoadReport returns the last LOAD rank 0 reported (nil before the
 // first), its number (1 for the first report, one more for each next) and
-// when it arrived. Routers tell by these which of their reservations a
-// report counts.
+// when it arrived: RankLoadReport(0). Routers tell by these which of their
+// reservations a report counts.
 func (e *Engine) LoadReport() (l *wire.Load, seq uint64, at time.Time) {
-	if r := e.load.Load(); r != nil {
-		return &r.m, r.seq, r.at
-	}
-	return nil, 0, time.Time{}
+	return e.RankLoadReport(0)
 }
 
 // OpenStreams returns the number of requests in flight on the engine.
