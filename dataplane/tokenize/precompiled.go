@@ -37,9 +37,8 @@ import (
 type precompiled struct {
 	units      []uint32
 	normalized string
-	// ascii holds each ASCII character's replacement, found once: an
-	// ASCII character followed by another (or the end) is a cluster of its
-	// own, except CR before LF, so most text skips the segmentation.
+	// ascii holds each ASCII character's replacement, found once; with
+	// loneCluster most text skips the segmentation.
 	ascii   [utf8.RuneSelf]string
 	asciiOK [utf8.RuneSelf]bool
 }
@@ -113,16 +112,22 @@ func (p *precompiled) normalize(s string, a *textArena) string {
 	var out []byte // nil until something changes
 	state := -1
 	for pos, rest := 0, s; rest != ""; {
-		if c := rest[0]; c < utf8.RuneSelf && (len(rest) == 1 || rest[1] < utf8.RuneSelf && !(c == '\r' && rest[1] == '\n')) {
-			if p.asciiOK[c] {
-				out = p.begin(out, a, s, pos)
-				out = append(out, p.ascii[c]...)
-			} else if out != nil {
-				out = append(out, c)
+		if n := loneCluster(rest); n > 0 {
+			norm, ok := "", false
+			if n == 1 {
+				norm, ok = p.ascii[rest[0]], p.asciiOK[rest[0]]
+			} else {
+				norm, ok = p.transform(rest[:n])
 			}
-			pos++
-			rest = rest[1:]
-			state = -1 // nothing before a cluster boundary at ASCII matters
+			if ok {
+				out = p.begin(out, a, s, pos)
+				out = append(out, norm...)
+			} else if out != nil {
+				out = append(out, rest[:n]...)
+			}
+			pos += n
+			rest = rest[n:]
+			state = -1 // nothing before a cluster boundary matters here
 			continue
 		}
 		var g string
@@ -151,6 +156,22 @@ func (p *precompiled) normalize(s string, a *textArena) string {
 		return s
 	}
 	return a.keepNorm(out)
+}
+
+// loneCluster returns the length of the first character of s if it is a
+// grapheme cluster by itself, known without segmenting: ASCII other than
+// CR, or a CJK ideograph (stableLen's characters; neither is a Prepend),
+// followed by the end or by another such character or a CR (neither
+// Extend, ZWJ nor SpacingMark, so UAX #29 breaks before it). Else 0.
+func loneCluster(s string) int {
+	n := stableLen(s)
+	if n == 0 || s[0] == '\r' {
+		return 0
+	}
+	if n == len(s) || stableLen(s[n:]) > 0 {
+		return n
+	}
+	return 0
 }
 
 // begin starts the output at the first change, with the text before it.

@@ -103,7 +103,7 @@ func mustJSON(t testing.TB, v any) []byte {
 // and text the charsmap leaves alone comes back as it was.
 func FuzzPrecompiled(f *testing.F) {
 	for _, s := range []string{"ﬁne 𝔾ood", "เขาไม่ได้พูดสักคำ", "ड़ी दुख", "\u0627\u0653", "plain", "a\x00b", "\xff\xfe",
-		"e\u0301 a\r\nb\t\x01c 🇫🇷🇩🇪 x\u200d"} {
+		"e\u0301 a\r\nb\t\x01c 🇫🇷🇩🇪 x\u200d", "中\u0301文\r\r\n字\u200d", "\u0600中"} {
 		f.Add(s)
 	}
 	cm := nmtNFKC(f)
@@ -123,7 +123,7 @@ func FuzzPrecompiled(f *testing.F) {
 	})
 }
 
-// normalizeByClusters is normalize without the ASCII shortcut: every
+// normalizeByClusters is normalize without loneCluster's shortcut: every
 // cluster from uniseg, as tokenizers segments them all.
 func normalizeByClusters(p *precompiled, s string) string {
 	var out []byte
