@@ -16,9 +16,10 @@ import (
 // the unresponsive state and the gaps between a stream's tokens.
 
 // watchTick returns the watcher's period: fine enough for the shortest
-// timeout it enforces, never busier than 5 ms nor lazier than a second.
+// timeout it enforces (the snapshot wait included), never busier than 5 ms
+// nor lazier than a second.
 func watchTick(cfg *Config) time.Duration {
-	d := min(cfg.PingInterval, cfg.PingTimeout/4)
+	d := min(cfg.PingInterval, cfg.PingTimeout/4, cfg.SnapshotWait/4)
 	if cfg.TokenTimeout > 0 {
 		d = min(d, cfg.TokenTimeout/4)
 	}

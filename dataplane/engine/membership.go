@@ -202,6 +202,17 @@ func (p *Pool) membershipChanged() {
 	p.mem.changed = make(chan struct{})
 }
 
+// sameID returns another member whose handshake id is e's, or nil.
+func (p *Pool) sameID(e *Engine) *Engine {
+	id := e.Info().ID
+	for _, o := range p.Engines() {
+		if o != e && id != "" && o.Info().ID == id && o.State() != StateDrained {
+			return o
+		}
+	}
+	return nil
+}
+
 // Changed returns a channel closed at the next change of the membership or
 // of a member's handshake id; take a new one after each.
 func (p *Pool) Changed() <-chan struct{} {

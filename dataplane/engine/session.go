@@ -72,6 +72,10 @@ func (e *Engine) session(ctx context.Context) error {
 	defer context.AfterFunc(ctx, func() { _ = c.Close() })()
 	info := &e.profile().info
 	e.pool.membershipChanged() // the engine's id is known now
+	if other := e.pool.sameID(e); other != nil {
+		e.log.Warn("two engine addresses answer with one id: one engine listed twice? the ring counts it once",
+			"engine", e.Addr, "other", other.Addr, "id", info.ID)
+	}
 	// A new engine takes requests once its snapshot is in the index
 	// (admit), or after SnapshotWait without one (the watcher).
 	admitBy := time.Time{}

@@ -61,9 +61,9 @@ func TestHandshakeProfile(t *testing.T) {
 			ttReady(t, e)
 
 			hello := c.Peer
-			// wire's dialer adds FeatureTierCosts itself: it reads a WELCOME's tier costs.
-			if want := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureTierCosts; hello.Role != wire.RoleRouter || hello.ID != "tt-router" || hello.Features != want {
-				t.Errorf("router announced role %d id %q features %#x, want router \"tt-router\" s2|zstd|tier_costs",
+			// wire's dialer adds FeatureTierCosts and FeatureContext itself: it reads a WELCOME's tier costs and context.
+			if want := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureTierCosts | wire.FeatureContext; hello.Role != wire.RoleRouter || hello.ID != "tt-router" || hello.Features != want {
+				t.Errorf("router announced role %d id %q features %#x, want router \"tt-router\" s2|zstd|tier_costs|context",
 					hello.Role, hello.ID, hello.Features)
 			}
 

@@ -312,6 +312,10 @@ func ttPool(t testing.TB, mod func(*Config), addrs ...string) (*Pool, *ttLog) {
 	cfg := DefaultConfig()
 	cfg.RouterID = "tt-router"
 	cfg.PingInterval = time.Hour // no PING unless a case asks: the scripted engines answer none
+	// Most scripted engines with the SNAPSHOT feature answer no request:
+	// they take requests soon after their handshake, as before snapshots
+	// held admission (TestAdmittedAfterSnapshot sets its own wait).
+	cfg.SnapshotWait = 20 * time.Millisecond
 	cfg.Logger = slog.New(lg)
 	if mod != nil {
 		mod(&cfg)
