@@ -18,6 +18,7 @@ var fuzzSeeds = []string{
 	`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"42"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}},"chat_template_kwargs":{"enable_thinking":false}}`,
 	`{"model":"claude-sonnet-4-5","max_tokens":1024,"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}],"stream":true,"metadata":{"user_id":"u"},"stop_sequences":["END"]}`,
 	`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}`,
+	`{"model":"m","max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}],"tool_choice":{"type":"auto"},"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"P"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":[{"type":"text","text":"no"}]},{"type":"text","text":"again"}]}]}`,
 	`{"prompt":"hello","add_special_tokens":false}`,
 	`{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":true}`,
 	`{"tokens":[1,2,3]}`,
