@@ -133,7 +133,10 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 // reached the client and another engine may serve the request. A client
 // that leaves ends the stream and aborts its response (499).
 func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out *output) (status int, retry bool, err error) {
-	a := &attempt{req: req, d: d, s: s, out: out, detok: g.Tok.NewStream(true), stops: api.NewStopMatcher(req.Stop), sent: time.Now()}
+	// With tools, special tokens are text (vLLM's chat endpoint sets
+	// skip_special_tokens false then): some models' call markers are.
+	keepSpecial := req.parser.Tools != nil
+	a := &attempt{req: req, d: d, s: s, out: out, detok: g.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now()}
 	timeout := time.NewTimer(g.FirstTokenTimeout)
 	defer timeout.Stop()
 	for {
@@ -180,7 +183,7 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 	}
 	a.d.Generated(len(ev.Tokens))
 	a.generated += len(ev.Tokens)
-	a.buf = a.detok.Next(a.buf[:0], ev.Tokens)
+	a.buf = a.detok.Next(a.buf[:0], g.textTokens(a, ev))
 	if ev.Last {
 		a.buf = a.detok.Flush(a.buf)
 	}
@@ -206,6 +209,20 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 		return 200, false, nil, true
 	}
 	return 0, false, nil, false
+}
+
+// textTokens are the event's tokens that are output text: with special
+// tokens kept, not the special token that stopped the request (EOS, a
+// stop token id), as vLLM's detokenizer skips the token that stopped it.
+func (g *Gateway) textTokens(a *attempt, ev engine.Event) []uint32 {
+	toks := ev.Tokens
+	if n := len(toks); n > 0 && ev.Last && ev.Finish == wire.FinishStop && a.req.parser.Tools != nil {
+		last := toks[n-1 : n]
+		if g.Tok.DecodeString(last, true) == "" && g.Tok.DecodeString(last, false) != "" {
+			return toks[:n-1]
+		}
+	}
+	return toks
 }
 
 // emit parses output text into pieces and sends them on. A whole
