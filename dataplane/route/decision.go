@@ -12,6 +12,9 @@ import (
 // the first token arrives and Done when the request ends (either once).
 type Decision struct {
 	Engine *engine.Engine
+	// Rank is the engine's data-parallel rank chosen (0 for an engine with
+	// one); its GENERATE carries WireRank.
+	Rank uint16
 	// Match is what the index said the engine holds of the prompt.
 	Match kvstore.Match
 	// PredictedCached is Match in tokens.
@@ -39,11 +42,8 @@ func (d *Decision) FirstToken() {
 	}
 	prefill := d.prefill()
 	d.r.mu.Lock()
-	l := d.r.loadOf(d.Engine)
-	l.PrefillTokens -= prefill
-	l.pend.Started(d.tag)
-	l.DecodeTokens += int64(d.prompt)
-	d.r.broadcast(d.Engine, syncring.Load{PrefillTokens: -prefill, DecodeTokens: int64(d.prompt)})
+	rl, _ := d.r.change(d.Engine, d.Rank, syncring.Load{PrefillTokens: -prefill, DecodeTokens: int64(d.prompt)})
+	rl.pend.Started(d.tag)
 	d.r.mu.Unlock()
 }
 
@@ -54,7 +54,9 @@ func (d *Decision) Generated(n int) {
 		return
 	}
 	d.r.mu.Lock()
-	d.r.loadOf(d.Engine).DecodeTokens += int64(n)
+	l, rl := d.r.rankOf(d.Engine, d.Rank)
+	l.DecodeTokens += int64(n)
+	rl.DecodeTokens += int64(n)
 	d.generated += int64(n)
 	d.r.mu.Unlock()
 }
@@ -65,17 +67,16 @@ func (d *Decision) Done() {
 		return
 	}
 	d.r.mu.Lock()
-	l := d.r.loadOf(d.Engine)
 	delta := syncring.Load{Requests: -1}
-	if d.first.Load() {
+	first := d.first.Load()
+	if first {
 		delta.DecodeTokens = -(int64(d.prompt) + d.generated)
 	} else {
 		delta.PrefillTokens = -d.prefill()
-		l.pend.Started(d.tag)
 	}
-	l.PrefillTokens += delta.PrefillTokens
-	l.DecodeTokens += delta.DecodeTokens
-	l.Requests--
-	d.r.broadcast(d.Engine, delta)
+	rl, _ := d.r.change(d.Engine, d.Rank, delta)
+	if !first {
+		rl.pend.Started(d.tag)
+	}
 	d.r.mu.Unlock()
 }

@@ -16,11 +16,12 @@ type Fleet interface {
 }
 
 // engineLoad is a router's view of one engine: its own load there (the
-// work it has sent and not yet seen finish) and the queued-prefill estimate
-// built on the engine's reports.
+// work it has sent and not yet seen finish), the unit the fleet counts,
+// and the same per data-parallel rank with each rank's queued-prefill
+// estimate (ranks.go).
 type engineLoad struct {
 	syncring.Load
-	pend PendingPrefill
+	ranks []rankLoad
 }
 
 // broadcast tells the fleet of a change of this router's load on e. Call it
@@ -62,7 +63,7 @@ func (r *Router) PeerLoad(e *engine.Engine) syncring.Load {
 func (r *Router) loadOf(e *engine.Engine) *engineLoad {
 	l, ok := r.inflight[e]
 	if !ok {
-		l = &engineLoad{pend: PendingPrefill{Delay: int64(r.w.ReportDelay)}}
+		l = &engineLoad{}
 		r.inflight[e] = l
 	}
 	return l
@@ -82,23 +83,24 @@ var monoEpoch = time.Now()
 // wall clock must not make old reservations look new or new ones old.
 func monoNanos(t time.Time) int64 { return int64(t.Sub(monoEpoch)) }
 
-// queued is the work ahead of a new request on e. Prefill: the engine's
-// last report plus the fleet's reservations since (PendingPrefill). Decode
-// and requests: the fleet's reservations (this router's plus its peers')
-// or the report, whichever is larger (the report lags new reservations,
-// and reservations of decode do not overstate it as those of prefill do).
-func (r *Router) queued(e *engine.Engine) (prefill, decode, requests float64) {
-	rep, seq, at := e.LoadReport()
-	peers := r.PeerLoad(e)
+// queued is the work ahead of a new request on rank of e. Prefill: the
+// rank's last report plus the fleet's reservations since (PendingPrefill).
+// Decode and requests: the fleet's reservations (this router's plus its
+// peers') or the report, whichever is larger (the report lags new
+// reservations, and reservations of decode do not overstate it as those
+// of prefill do).
+func (r *Router) queued(e *engine.Engine, rank uint16) (prefill, decode, requests float64) {
+	rep, seq, at := e.RankLoadReport(rank)
+	peers := r.peerRankLoad(e)
 	reported := 0.0
 	if rep != nil {
 		reported = float64(rep.QueuedPrefillTokens)
 	}
 	r.mu.Lock()
-	l := r.loadOf(e)
-	own := l.Load
-	l.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
-	prefill = l.pend.Queued(reported, float64(peers.PrefillTokens))
+	_, rl := r.rankOf(e, rank)
+	own := rl.Load
+	rl.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
+	prefill = rl.pend.Queued(reported, float64(peers.PrefillTokens))
 	r.mu.Unlock()
 	decode = float64(own.DecodeTokens + peers.DecodeTokens)
 	requests = float64(own.Requests + peers.Requests)

@@ -5,10 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/kvstore"
 )
 
@@ -37,35 +37,42 @@ func ParsePolicy(s string) (Policy, error) {
 	return "", fmt.Errorf("route: unknown policy %q (kv, round-robin, least-load, session, approx-prefix, dynamo)", s)
 }
 
-func (r *Router) leastLoad(cands []*engine.Engine) *Decision {
+func (r *Router) leastLoad(cands []cand) *Decision {
 	bestLoad := math.Inf(1)
-	var best []*engine.Engine
-	for _, e := range cands {
-		switch _, _, n := r.queued(e); {
+	var best []cand
+	for _, c := range cands {
+		switch _, _, n := r.queued(c.e, c.rank); {
 		case n < bestLoad:
-			best, bestLoad = append(best[:0], e), n
+			best, bestLoad = append(best[:0], c), n
 		case n == bestLoad:
-			best = append(best, e) // ties are broken at random below
+			best = append(best, c) // ties are broken at random below
 		}
 	}
-	return &Decision{Engine: best[rand.IntN(len(best))]}
+	c := best[rand.IntN(len(best))]
+	return &Decision{Engine: c.e, Rank: c.rank}
 }
 
-// session picks by rendezvous hashing of the session key, so a session
-// stays on its engine while the engine set is stable.
-func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
+// session picks by rendezvous hashing of the session key over the
+// candidates (an engine's address, and its rank when it has several), so a
+// session stays on its rank while the engine set is stable.
+func (r *Router) session(cands []cand, req *Request) *Decision {
 	key := req.Session
 	if key == "" {
-		return &Decision{Engine: cands[r.rr.Add(1)%uint64(len(cands))]}
+		c := cands[r.rr.Add(1)%uint64(len(cands))]
+		return &Decision{Engine: c.e, Rank: c.rank}
 	}
-	var best *engine.Engine
+	var best cand
 	var bestScore uint64
-	for _, e := range cands {
-		if s := xxh3.HashString(key + "\x00" + e.Addr); best == nil || s > bestScore {
-			best, bestScore = e, s
+	for _, c := range cands {
+		id := key + "\x00" + c.e.Addr
+		if c.e.Ranks() > 1 {
+			id += "\x00" + strconv.Itoa(int(c.rank))
+		}
+		if s := xxh3.HashString(id); best.e == nil || s > bestScore {
+			best, bestScore = c, s
 		}
 	}
-	return &Decision{Engine: best}
+	return &Decision{Engine: best.e, Rank: best.rank}
 }
 
 // byCost is the kv (and approx-prefix, dynamo) policy: the least estimated
@@ -78,7 +85,7 @@ func (r *Router) session(cands []*engine.Engine, req *Request) *Decision {
 // bounded by the index's TTL and the engine's capacity, and dropped the
 // moment the engine's first event arrives (kvstore.Index.RecordApprox,
 // which costs one atomic load for an engine that has sent events).
-func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Decision, error) {
+func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, error) {
 	groups := s.group(cands, req.Model)
 	s.all, s.costs = s.all[:0], s.costs[:0]
 	for gi := range groups {
@@ -91,8 +98,9 @@ func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Deci
 		}
 		matches := r.matchAll(s, g.es, g.hs)
 		bs := g.sc.h.BlockSize()
-		for i, e := range g.es {
-			prefill, decode, _ := r.queued(e)
+		for i, cd := range g.es {
+			e := cd.e
+			prefill, decode, _ := r.queued(e, cd.rank)
 			maxBatched, capacity := e.Shape()
 			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
 				MaxBatched: maxBatched, CapacityTokens: capacity}
@@ -103,7 +111,7 @@ func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Deci
 				c.Tiers = r.w.TierCostsOf(&info.TierCosts, bs)
 			}
 			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
-			s.all = append(s.all, scored{e, matches[i], bs, g.hs})
+			s.all = append(s.all, scored{cd, matches[i], bs, g.hs})
 			s.costs = append(s.costs, cost)
 		}
 	}
@@ -111,32 +119,33 @@ func (r *Router) byCost(s *scratch, cands []*engine.Engine, req *Request) (*Deci
 		return nil, ErrNoEngine
 	}
 	pick := s.all[r.w.PickNearTie(s.costs)]
-	d := &Decision{Engine: pick.e, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
+	d := &Decision{Engine: pick.e, Rank: pick.rank, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
 	switch {
 	case r.approx != nil:
-		r.recordApprox(pick.e, pick.hashes)
+		r.recordApprox(pick.cand, pick.hashes)
 	case r.policy == PolicyKV:
 		d.guessed = pick.bs * int(pick.match.Approx)
-		if slot, ok := pick.e.Slot(); ok {
+		if slot, ok := pick.e.RankSlot(pick.rank); ok {
 			_ = r.pool.Index().RecordApprox(slot, pick.hashes)
 		}
 	}
 	return d, nil
 }
 
-// matchAll matches hs against every engine of es at once (the router's own
-// approximate index for approx-prefix, the shared index otherwise). The
-// result is in s, valid until the next call.
-func (r *Router) matchAll(s *scratch, es []*engine.Engine, hs []uint64) []kvstore.Match {
-	s.out = slices.Grow(s.out[:0], len(es))[:len(es)]
-	s.slots = slices.Grow(s.slots[:0], len(es))[:len(es)]
+// matchAll matches hs against every candidate of cs at once (the router's
+// own approximate index for approx-prefix, the shared index otherwise):
+// each (engine, rank) by its rank's slot. The result is in s, valid until
+// the next call.
+func (r *Router) matchAll(s *scratch, cs []cand, hs []uint64) []kvstore.Match {
+	s.out = slices.Grow(s.out[:0], len(cs))[:len(cs)]
+	s.slots = slices.Grow(s.slots[:0], len(cs))[:len(cs)]
 	index := r.pool.Index()
-	for i, e := range es {
+	for i, c := range cs {
 		ok := false
 		if r.approx != nil {
-			s.slots[i], ok = r.approxSlot(e)
+			s.slots[i], ok = r.approxSlot(c)
 		} else {
-			s.slots[i], ok = e.Slot()
+			s.slots[i], ok = c.e.RankSlot(c.rank)
 		}
 		if !ok {
 			s.slots[i] = kvstore.MaxSlots // matches nothing
@@ -149,21 +158,28 @@ func (r *Router) matchAll(s *scratch, es []*engine.Engine, hs []uint64) []kvstor
 	return s.out
 }
 
-func (r *Router) approxSlot(e *engine.Engine) (kvstore.Slot, bool) {
-	if s, ok := r.aslots.Load(e); ok {
-		return s.(kvstore.Slot), true
+// approxSlot is c's slot in the router's own approximate index, made (one
+// per rank of the engine) the first time the engine is a candidate.
+func (r *Router) approxSlot(c cand) (kvstore.Slot, bool) {
+	v, ok := r.aslots.Load(c.e)
+	if !ok {
+		info := c.e.Info()
+		slots, err := r.approx.AddEngine(kvstore.EngineConfig{ID: c.e.Addr, Ranks: c.e.Ranks(),
+			Capacity: [kvstore.NumTiers]uint64{info.Capacity(0)}})
+		if err != nil {
+			return 0, false
+		}
+		v, _ = r.aslots.LoadOrStore(c.e, slots)
 	}
-	info := e.Info()
-	slots, err := r.approx.AddEngine(kvstore.EngineConfig{ID: e.Addr, Capacity: [kvstore.NumTiers]uint64{info.Capacity(0)}})
-	if err != nil {
+	slots := v.([]kvstore.Slot)
+	if int(c.rank) >= len(slots) {
 		return 0, false
 	}
-	r.aslots.Store(e, slots[0])
-	return slots[0], true
+	return slots[c.rank], true
 }
 
-func (r *Router) recordApprox(e *engine.Engine, hs []uint64) {
-	if s, ok := r.approxSlot(e); ok {
+func (r *Router) recordApprox(c cand, hs []uint64) {
+	if s, ok := r.approxSlot(c); ok {
 		_ = r.approx.RecordApprox(s, hs)
 	}
 }

@@ -49,7 +49,7 @@ type Router struct {
 	w        Weights
 	rr       atomic.Uint64
 	approx   *kvstore.Index // approx-prefix: the router's own guesses, no events
-	aslots   sync.Map       // *engine.Engine -> kvstore.Slot in approx
+	aslots   sync.Map       // *engine.Engine -> []kvstore.Slot (per rank) in approx
 	mu       sync.Mutex     // guards inflight
 	inflight map[*engine.Engine]*engineLoad
 	fleet    Fleet                  // other replicas' load; nil when alone
@@ -94,7 +94,8 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	var err error
 	switch r.policy {
 	case PolicyRoundRobin:
-		d = &Decision{Engine: cands[r.rr.Add(1)%uint64(len(cands))]}
+		c := cands[r.rr.Add(1)%uint64(len(cands))]
+		d = &Decision{Engine: c.e, Rank: c.rank}
 	case PolicyLeastLoad:
 		d = r.leastLoad(cands)
 	case PolicySession:
@@ -107,37 +108,37 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	}
 	d.r, d.prompt = r, len(req.Tokens)
 	prefill := d.prefill()
-	_, seq, at := d.Engine.LoadReport()
-	peers := r.PeerLoad(d.Engine)
+	_, seq, at := d.Engine.RankLoadReport(d.Rank)
+	peers := r.peerRankLoad(d.Engine)
 	r.mu.Lock()
-	l := r.loadOf(d.Engine)
-	l.PrefillTokens += prefill
-	l.Requests++
-	l.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
-	d.tag = l.pend.Reserve(monoNanos(time.Now()), float64(prefill))
-	r.broadcast(d.Engine, syncring.Load{PrefillTokens: prefill, Requests: 1})
+	rl, _ := r.change(d.Engine, d.Rank, syncring.Load{PrefillTokens: prefill, Requests: 1})
+	rl.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
+	d.tag = rl.pend.Reserve(monoNanos(time.Now()), float64(prefill))
 	r.mu.Unlock()
 	return d, nil
 }
 
-// candidates appends to out the engines that can serve the request.
-func (r *Router) candidates(out []*engine.Engine, model string, needs wire.Feature, exclude []*engine.Engine) []*engine.Engine {
+// candidates appends to out the (engine, rank) pairs that can serve the
+// request: every data-parallel rank of each engine that can.
+func (r *Router) candidates(out []cand, model string, needs wire.Feature, exclude []*engine.Engine) []cand {
 	for _, e := range r.pool.Engines() {
 		if e.Ready() && e.Features()&needs == needs && e.Serves(model) && !slices.Contains(exclude, e) {
-			out = append(out, e)
+			for rank := range e.Ranks() {
+				out = append(out, cand{e, uint16(rank)})
+			}
 		}
 	}
 	return out
 }
 
-// withRoom appends to out the engines of cands below MaxInflight (which
-// must be set).
-func (r *Router) withRoom(out, cands []*engine.Engine) []*engine.Engine {
+// withRoom appends to out the candidates of cands whose engine is below
+// MaxInflight (which must be set).
+func (r *Router) withRoom(out, cands []cand) []cand {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, e := range cands {
-		if r.loadOf(e).Requests < int64(r.w.MaxInflight) {
-			out = append(out, e)
+	for _, c := range cands {
+		if r.loadOf(c.e).Requests < int64(r.w.MaxInflight) {
+			out = append(out, c)
 		}
 	}
 	return out

@@ -3,7 +3,6 @@ package route
 import (
 	"sync"
 
-	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/kvstore"
 )
 
@@ -12,7 +11,7 @@ import (
 // takes one from scratches and gives it back, so a decision allocates its
 // Decision and little else.
 type scratch struct {
-	cands, room []*engine.Engine
+	cands, room []cand
 	groups      []group // the first nGroups are this decision's
 	nGroups     int
 	all         []scored
@@ -33,14 +32,14 @@ type scheme struct {
 // group is the candidates of one scheme and the prompt's hashes under it.
 type group struct {
 	sc scheme
-	es []*engine.Engine
+	es []cand
 	hs []uint64
 }
 
 // scored is a candidate with what its choice needs (its cost is apart, in
 // scratch.costs, for Weights.PickNearTie).
 type scored struct {
-	e      *engine.Engine
+	cand
 	match  kvstore.Match
 	bs     int
 	hashes []uint64
@@ -48,17 +47,17 @@ type scored struct {
 
 // group sorts the candidates that have a Hasher into groups by scheme and
 // returns them; their slices are reused from earlier decisions.
-func (s *scratch) group(cands []*engine.Engine, model string) []group {
+func (s *scratch) group(cands []cand, model string) []group {
 	s.nGroups = 0
-	for _, e := range cands {
-		h := e.Hasher()
+	for _, c := range cands {
+		h := c.e.Hasher()
 		if h == nil {
 			continue
 		}
-		_, lora, _ := e.Resolve(model)
+		_, lora, _ := c.e.Resolve(model)
 		sc := scheme{h, lora}
 		g := s.find(sc)
-		g.es = append(g.es, e)
+		g.es = append(g.es, c)
 	}
 	return s.groups[:s.nGroups]
 }
