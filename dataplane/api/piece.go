@@ -46,7 +46,7 @@ func (c *Collect) Add(p Piece) {
 	case PieceReasoning:
 		c.Reasoning = append(c.Reasoning, p.Text...)
 	case PieceToolCall:
-		if p.Name != "" || p.Index >= len(c.Calls) {
+		if p.Name != "" || len(c.Calls) == 0 {
 			c.Calls = append(c.Calls, ToolCall{Name: p.Name})
 		}
 		c.Calls[len(c.Calls)-1].Arguments += p.Text
