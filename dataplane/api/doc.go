@@ -4,6 +4,16 @@
 // their event streams, renders errors in each API's own body, and matches
 // stop strings in streamed text.
 //
+// Agents' fields travel both ways. In: tools (Anthropic's become OpenAI's
+// shape, each schema checked to be JSON Schema), tool_choice, assistant
+// tool calls and tool results (Anthropic's tool_use and tool_result blocks
+// become the messages HF's apply_chat_template takes), thinking. Out: a
+// chat's text goes through an OutputParser, which splits off <think>
+// reasoning (ReasoningParser) and finds the model family's tool calls
+// (ToolParser with a ToolSyntax: Hermes/Qwen, Llama 3.1 JSON, DeepSeek
+// V3), as Pieces the encoders render as reasoning_content and tool_calls,
+// or thinking and tool_use blocks, streamed as they are known.
+//
 // It does no I/O and knows no engine, tokenizer or router: the gateway
 // (dataplane/gateway) checks what depends on the fleet (is the model
 // served, is a token id in the vocabulary, does the prompt fit), tokenizes,
