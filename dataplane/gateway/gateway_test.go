@@ -31,10 +31,11 @@ func startGateway(t *testing.T, keys map[string]bool) string {
 }
 
 // gwOptions shape a test gateway: API keys, the gateway's context length
-// and the simulated engines' own.
+// and the simulated engines' own (which they announce), and their GPU
+// blocks.
 type gwOptions struct {
-	keys                map[string]bool
-	maxModelLen, simLen int
+	keys                           map[string]bool
+	maxModelLen, simLen, simBlocks int
 	realTime            bool // the engines take their default profile's time, not none
 	tools               bool // the engines answer prompts with tools with tool calls
 }
@@ -59,6 +60,9 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 	}
 	if o.simLen > 0 {
 		cfg.Rank.MaxModelLen = o.simLen
+	}
+	if o.simBlocks > 0 {
+		cfg.Rank.GPUBlocks = o.simBlocks
 	}
 	if o.tools {
 		cfg.Rank.Tools = sim.NewToolCalls(func(s string) []uint32 { return tok.Encode(nil, s, false) },

@@ -84,7 +84,7 @@ func (g *Gateway) checkModel(model string) *api.Error {
 // its conversation (returning the rendered text too), giving up as soon
 // as it is over the prompt limit.
 func (g *Gateway) promptTokens(req *api.Request) ([]uint32, string, *api.Error) {
-	limit := g.promptCap()
+	limit := g.promptCap(req.Model)
 	if req.Kind != api.Completion {
 		return g.chatTokens(&req.Conversation, limit, req)
 	}

@@ -22,20 +22,31 @@ import (
 // Processor._validate_model_input). A max_tokens the client did not give
 // is cut to what the context leaves, as vLLM does.
 
-// contextLength is the model's context in tokens (prompt plus output):
-// MaxModelLen, else the tokenizer's model_max_length; 0 when unknown.
-func (g *Gateway) contextLength() int {
-	if g.MaxModelLen > 0 {
-		return g.MaxModelLen
+// contextLength is model's context in tokens (prompt plus output): the
+// smallest of MaxModelLen and what the model's engines announce in their
+// handshakes (wire.FeatureContext), else the tokenizer's
+// model_max_length; 0 when unknown. The smallest, so that whichever
+// engine the router picks can take the request.
+func (g *Gateway) contextLength(model string) int {
+	ctx := g.MaxModelLen
+	if g.Pool != nil {
+		for _, e := range g.Pool.Engines() {
+			if n := int(e.Info().MaxModelLen); n > 0 && e.Serves(model) && (ctx <= 0 || n < ctx) {
+				ctx = n
+			}
+		}
+	}
+	if ctx > 0 {
+		return ctx
 	}
 	return g.Tok.Config.ModelMaxLength
 }
 
-// promptCap is the most prompt tokens a request may have: one less than
-// the context (room for one output token) and the wire's limit.
-func (g *Gateway) promptCap() int {
+// promptCap is the most prompt tokens a request for model may have: one
+// less than the context (room for one output token) and the wire's limit.
+func (g *Gateway) promptCap(model string) int {
 	limit := wire.DefaultMaxTokens
-	if ctx := g.contextLength(); ctx > 0 {
+	if ctx := g.contextLength(model); ctx > 0 {
 		limit = min(limit, ctx-1)
 	}
 	return max(limit, 0)
@@ -60,12 +71,12 @@ func (g *Gateway) fitContext(req *api.Request, promptLen int) *api.Error {
 	if promptLen == 0 {
 		return api.BadRequest("prompt", "prompt is empty")
 	}
-	ctx := g.contextLength()
-	if promptLen > g.promptCap() {
+	ctx, limit := g.contextLength(req.Model), g.promptCap(req.Model)
+	if promptLen > limit {
 		if ctx > 0 && promptLen >= ctx {
 			return api.BadRequest(promptField(req), fmt.Sprintf("this model's maximum context length is %d tokens; the prompt has %d, leaving no room for output", ctx, promptLen))
 		}
-		return api.BadRequest(promptField(req), fmt.Sprintf("the prompt has %d tokens; at most %d are accepted", promptLen, g.promptCap()))
+		return api.BadRequest(promptField(req), fmt.Sprintf("the prompt has %d tokens; at most %d are accepted", promptLen, limit))
 	}
 	if ctx <= 0 {
 		return nil
@@ -86,7 +97,7 @@ func (g *Gateway) fitContext(req *api.Request, promptLen int) *api.Error {
 // known to hold more than limit tokens.
 func (g *Gateway) overPrompt(req *api.Request, atLeast int) *api.Error {
 	return api.BadRequest(promptField(req), fmt.Sprintf("the prompt has more than %d tokens; at most %d are accepted (context length %d)",
-		atLeast, g.promptCap(), g.contextLength()))
+		atLeast, g.promptCap(req.Model), g.contextLength(req.Model)))
 }
 
 func promptField(req *api.Request) string {

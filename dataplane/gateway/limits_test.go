@@ -77,11 +77,34 @@ func TestRequestLimits(t *testing.T) {
 	waitInflightZero(t, gw.srv)
 }
 
+// TestEngineContextIsHeld: the engines' announced context (40 tokens,
+// under the tokenizer's) is what the gateway holds prompts to, before any
+// engine sees them.
+func TestEngineContextIsHeld(t *testing.T) {
+	gw := startGatewayWith(t, gwOptions{simLen: 40})
+	for _, c := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"model":"` + model + `","prompt":` + ids(39) + `,"max_tokens":1}`, 200, `"completion_tokens":1`},
+		{`{"model":"` + model + `","prompt":` + ids(40) + `,"max_tokens":1}`, 400, "maximum context length is 40 tokens"},
+		{`{"model":"` + model + `","prompt":` + ids(30) + `,"max_tokens":11}`, 400, `"param":"max_tokens"`},
+	} {
+		resp, out := post(t, gw.base+"/v1/completions", "", c.body)
+		if resp.StatusCode != c.status || !strings.Contains(out, c.want) || strings.Contains(out, "the engine refused") {
+			t.Fatalf("%s: %d %s", c.body, resp.StatusCode, out)
+		}
+	}
+	waitInflightZero(t, gw.srv)
+}
+
 // TestEngineRefusalIsNotRetried: an engine that refuses a request for its
-// content (a stream ERROR, bad_request) gets a 400 to the client in the
-// API's shape, and no other engine is tried with it.
+// content (a stream ERROR, bad_request: here a prompt larger than its GPU
+// KV cache, which it does not announce as a limit) gets a 400 to the
+// client in the API's shape, and no other engine is tried with it.
 func TestEngineRefusalIsNotRetried(t *testing.T) {
-	gw := startGatewayWith(t, gwOptions{simLen: 40}) // the engines take 40 tokens, the gateway its tokenizer's
+	gw := startGatewayWith(t, gwOptions{simBlocks: 2}) // 32 tokens of KV cache
 	for _, path := range []string{"/v1/completions", "/v1/messages"} {
 		body := `{"model":"` + model + `","prompt":` + ids(50) + `,"max_tokens":1}`
 		if path == "/v1/messages" {
@@ -252,7 +275,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // a 400 at the gateway, not a GENERATE that would break the engine's
 // connection.
 func TestPromptOverTheWireLimit(t *testing.T) {
-	gw := startGatewayWith(t, gwOptions{maxModelLen: 2 << 20})
+	gw := startGatewayWith(t, gwOptions{maxModelLen: 2 << 20, simLen: 2 << 20}) // engines of the same context
 	resp, body := post(t, gw.base+"/v1/completions", "", `{"model":"`+model+`","prompt":`+ids(1<<20+1)+`,"max_tokens":1}`)
 	if resp.StatusCode != 400 || !strings.Contains(body, `"param":"prompt"`) || !strings.Contains(body, "at most 1048576") {
 		t.Fatalf("%d %.300s", resp.StatusCode, body)

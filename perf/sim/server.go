@@ -92,7 +92,7 @@ func (s *Server) handshake() wire.Handshake {
 		Features:  wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureMultimodal | wire.FeatureS2 | wire.FeatureZstd,
 		BlockSize: uint32(rc.BlockSize), MaxBatchedTokens: uint32(rc.MaxBatchedTokens), HashSeed: rc.HashSeed,
 		DPRanks: uint16(s.cfg.DPRanks), Models: []string{rc.Model}, LoRAs: s.cfg.LoRAs,
-		Tiers: rc.Capacities(), TierCosts: rc.TierCosts(),
+		Tiers: rc.Capacities(), TierCosts: rc.TierCosts(), MaxModelLen: uint32(rc.MaxModelLen),
 	}
 	if s.cfg.NoKVEvents {
 		h.Features &^= wire.FeatureSnapshot
