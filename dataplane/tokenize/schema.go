@@ -30,26 +30,6 @@ type tokenizerJSON struct {
 	PostProcessor *componentJSON   `json:"post_processor"`
 	Decoder       *componentJSON   `json:"decoder"`
 	Model         modelJSON        `json:"model"`
-	RawModel      json.RawMessage  `json:"-"`
-}
-
-// UnmarshalJSON reads a tokenizer.json, keeping the model's own JSON for
-// models whose fields differ from BPE's (Unigram's vocab is a list).
-func (tj *tokenizerJSON) UnmarshalJSON(b []byte) error {
-	type plain tokenizerJSON
-	var raw struct {
-		plain
-		Model json.RawMessage `json:"model"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	*tj = tokenizerJSON(raw.plain)
-	tj.RawModel = raw.Model
-	if len(raw.Model) == 0 || string(raw.Model) == "null" {
-		return fmt.Errorf("no model")
-	}
-	return json.Unmarshal(raw.Model, &tj.Model)
 }
 
 type addedTokenJSON struct {
@@ -126,6 +106,7 @@ type modelJSON struct {
 	FuseUnk                 bool     `json:"fuse_unk"`
 	ByteFallback            bool     `json:"byte_fallback"`
 	IgnoreMerges            bool     `json:"ignore_merges"`
+	UnkID                   *int     `json:"unk_id"` // Unigram
 	// Vocab is a map from token to id for BPE, a list of [piece, score]
 	// for Unigram: it is read once the model type is known.
 	Vocab  json.RawMessage `json:"vocab"`

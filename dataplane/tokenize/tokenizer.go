@@ -102,7 +102,7 @@ func NewWithChatTemplate(tokenizerFile, configFile []byte, chatTemplate string) 
 	case tj.Model.Type == "Unigram" && byteLevel:
 		return nil, unsupported("Unigram model behind a ByteLevel pre-tokenizer")
 	case tj.Model.Type == "Unigram":
-		if t.uni, err = newUnigram(tj.RawModel); err != nil {
+		if t.uni, err = newUnigram(&tj.Model); err != nil {
 			return nil, err
 		}
 		t.vocab = t.uni.vocab

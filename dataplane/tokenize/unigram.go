@@ -30,30 +30,24 @@ type unigram struct {
 	cache        pieceCache
 }
 
-type unigramJSON struct {
-	UnkID        *int                 `json:"unk_id"`
-	ByteFallback bool                 `json:"byte_fallback"`
-	Vocab        [][2]json.RawMessage `json:"vocab"`
-}
-
-func newUnigram(raw []byte) (*unigram, error) {
-	var m unigramJSON
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("%w: Unigram model: %v", ErrInvalid, err)
+func newUnigram(m *modelJSON) (*unigram, error) {
+	var vocab [][2]json.RawMessage
+	if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
+		return nil, fmt.Errorf("%w: Unigram vocab is not a list of [piece, score]: %v", ErrInvalid, err)
 	}
-	if len(m.Vocab) == 0 {
+	if len(vocab) == 0 {
 		return nil, fmt.Errorf("%w: Unigram model without a vocabulary", ErrInvalid)
 	}
 	if m.UnkID == nil {
 		return nil, unsupported("Unigram model without unk_id (tokenizers fails on any character outside the vocabulary)")
 	}
-	if *m.UnkID < 0 || *m.UnkID >= len(m.Vocab) || len(m.Vocab) > maxMergeID {
-		return nil, fmt.Errorf("%w: Unigram unk_id %d of %d pieces", ErrInvalid, *m.UnkID, len(m.Vocab))
+	if *m.UnkID < 0 || *m.UnkID >= len(vocab) || len(vocab) > maxMergeID {
+		return nil, fmt.Errorf("%w: Unigram unk_id %d of %d pieces", ErrInvalid, *m.UnkID, len(vocab))
 	}
-	u := &unigram{vocab: make(map[string]uint32, len(m.Vocab)), scores: make([]float64, len(m.Vocab)),
+	u := &unigram{vocab: make(map[string]uint32, len(vocab)), scores: make([]float64, len(vocab)),
 		unk: uint32(*m.UnkID), byteFallback: m.ByteFallback}
 	minScore := 0.0
-	for id, entry := range m.Vocab {
+	for id, entry := range vocab {
 		var piece string
 		var score float64
 		if json.Unmarshal(entry[0], &piece) != nil || json.Unmarshal(entry[1], &score) != nil {
