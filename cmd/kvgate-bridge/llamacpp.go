@@ -18,7 +18,8 @@ import (
 // llamaBridge is a llama.cpp server's bridge.
 type llamaBridge struct {
 	*llamacpp.Bridge
-	c *config
+	c       *config
+	slotCtx int // one slot's context: the longest request the server takes
 }
 
 // startLlamaCpp checks the server (retrying one that does not answer yet,
@@ -39,10 +40,17 @@ func startLlamaCpp(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.
 	}
 	log.Info("llama.cpp server checked", "engine", c.engineURL, "build", s.Props.BuildInfo, "model", s.Props.ModelAlias,
 		"slots", s.Slots(), "slot_context", s.SlotContext(), "tokenizer", tokName)
-	return &llamaBridge{Bridge: llamacpp.NewBridge(e, h, s), c: c}, nil
+	return &llamaBridge{Bridge: llamacpp.NewBridge(e, h, s), c: c, slotCtx: s.SlotContext()}, nil
 }
 
-func (lb *llamaBridge) handshake() wire.Handshake { return lb.c.handshake(lb.Capacity) }
+// handshake announces the server's slot context as the context: each
+// request runs in one slot, so n_ctx / total_slots tokens (llama.cpp's
+// n_ctx per slot, from /props) is the longest it takes.
+func (lb *llamaBridge) handshake() wire.Handshake {
+	hs := lb.c.handshake(lb.Capacity)
+	hs.MaxModelLen = uint32(max(lb.slotCtx, 0))
+	return hs
+}
 
 func (lb *llamaBridge) setOut(srv *serve.Server) { lb.Out = srv }
 

@@ -82,6 +82,21 @@ func TestBridgeToLlamaCpp(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The bridge announces one slot's context (8192 over 2 slots), and
+	// kvgate holds prompts to it before llama.cpp sees them.
+	long := make([]int, 4096)
+	for i := range long {
+		long[i] = 100 + i%1000
+	}
+	resp, body = post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": long, "max_tokens": 1})
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "maximum context length is 4096 tokens") {
+		t.Fatalf("a prompt of the whole slot context: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": long[:4000], "max_tokens": 200})
+	if resp.StatusCode != 400 || !strings.Contains(string(body), `"param":"max_tokens"`) {
+		t.Fatalf("prompt plus max_tokens over the slot context: %d %s", resp.StatusCode, body)
+	}
 }
 
 // TestBridgeLlamaCppRefusals: a server that is not what the flags say is
