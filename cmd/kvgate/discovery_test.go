@@ -52,3 +52,29 @@ func TestDiscoveryFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestDeployFlags: the flags of the deploy examples (the systemd unit's
+// config file, the Kubernetes Deployment's args) are kvgate's, with values
+// of their types; the files they name exist only where deployed, so the
+// one error allowed is a missing file.
+func TestDeployFlags(t *testing.T) {
+	manifest, err := os.ReadFile("deploy/kubernetes/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, l := range strings.Split(string(manifest), "\n") {
+		if a, ok := strings.CutPrefix(strings.TrimSpace(l), "- --"); ok {
+			args = append(args, "--"+a)
+		}
+	}
+	if len(args) < 8 {
+		t.Fatalf("found %d args in the Deployment", len(args))
+	}
+	for name, a := range map[string][]string{"kvgate.conf": {"--config", "deploy/systemd/kvgate.conf"}, "deployment.yaml": args} {
+		_, err := parseFlags(a, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+			t.Errorf("%s: %v, want only a missing file", name, err)
+		}
+	}
+}
