@@ -22,10 +22,11 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	spec := fs.String("workload", "", "workload SPEC")
 	engines := fs.Int("engines", 64, "simulated engines")
+	ranks := fs.Int("ranks", 1, "data-parallel ranks per engine, each with --gpu-blocks of its own (kv-rank-blind: kv routing engines, not ranks, as before kvgate did)")
 	routers := fs.Int("routers", 4, "router replicas (requests spread round-robin)")
 	syncDelay := fs.Duration("sync-delay", 5*time.Millisecond, "how late routers learn peers' reservations, KV events and LOAD")
 	policies := fs.String("policies", "kv,round-robin,least-load,session,approx-prefix,dynamo,oracle",
-		"policies (oracle: true state, instantly; kv-tier-blind: kv whose index hears only GPU events)")
+		"policies (oracle: true state, instantly; kv-tier-blind: kv whose index hears only GPU events; kv-rank-blind: kv that matches rank 0 and sends any rank)")
 	profile := fs.String("sim-profile", "default", "engine timing profile")
 	gpuBlocks := fs.Int("gpu-blocks", 16384, "GPU KV blocks per engine")
 	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU-tier KV blocks per engine (0: none); GPU evictions move there")
@@ -59,27 +60,34 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := rank.Validate(); err != nil {
 		return err
 	}
-	pooled := *engines * (*gpuBlocks + *cpuBlocks + *diskBlocks)
+	if *ranks < 1 {
+		return fmt.Errorf("--ranks %d: want at least 1", *ranks)
+	}
+	pooled := *engines * *ranks * (*gpuBlocks + *cpuBlocks + *diskBlocks)
 	ideal, err := cluster.PooledLRU(wl, kvstore.HashConfig{BlockSize: rank.BlockSize, Seed: rank.HashSeed, Model: rank.Model}, pooled)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%-14s %d blocks (%d engines x %d GPU + %d CPU + %d disk): hit %.3f\n", "pooled-lru",
-		pooled, *engines, *gpuBlocks, *cpuBlocks, *diskBlocks, ideal)
+	shape := fmt.Sprintf("%d engines", *engines)
+	if *ranks > 1 {
+		shape += fmt.Sprintf(" x %d ranks", *ranks)
+	}
+	fmt.Fprintf(stdout, "%-14s %d blocks (%s x %d GPU + %d CPU + %d disk): hit %.3f\n", "pooled-lru",
+		pooled, shape, *gpuBlocks, *cpuBlocks, *diskBlocks, ideal)
 	cmp := &comparison{Comparison: &report.Comparison{Workload: *spec, Policies: map[string]*loadgen.Result{}, Flags: map[string]any{
-		"engines": *engines, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
+		"engines": *engines, "ranks": *ranks, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
 		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests, "cpu_link": links.cpu.String(), "disk_link": links.disk.String(),
 		"prefill_rate": weights.PrefillTokensPerMs, "cpu_block_cost": weights.CPUBlockCost, "disk_block_cost": weights.DiskBlockCost,
 		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
-		if policy != cluster.PolicyOracle && policy != cluster.PolicyTierBlind {
+		if policy != cluster.PolicyOracle && policy != cluster.PolicyTierBlind && policy != cluster.PolicyRankBlind {
 			if policy, err = route.ParsePolicy(p); err != nil {
 				return nil, err
 			}
 		}
-		fmt.Fprintf(stderr, "== %s: %d requests, %d engines, %d routers\n", p, len(wl.Requests), *engines, *routers)
-		return cluster.Run(cluster.Config{Engines: *engines, Routers: *routers, Policy: policy, Weights: weights,
+		fmt.Fprintf(stderr, "== %s: %d requests, %s, %d routers\n", p, len(wl.Requests), shape, *routers)
+		return cluster.Run(cluster.Config{Engines: *engines, Ranks: *ranks, Routers: *routers, Policy: policy, Weights: weights,
 			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: *seed}, wl, stderr)
 	})
 }

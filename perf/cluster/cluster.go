@@ -32,9 +32,20 @@ const PolicyOracle route.Policy = "oracle"
 // miss to it, although the engine still loads the blocks.
 const PolicyTierBlind route.Policy = "kv-tier-blind"
 
+// PolicyRankBlind is kv with a router that does not route by
+// data-parallel rank, as kvgate did before it did: an engine is one
+// candidate, matched by rank 0's cache only, scored on whichever rank
+// reported LOAD last (the ranks' reports overwrite each other), and sent
+// the request for "any rank", so the engine puts it on its least busy rank
+// whatever that rank holds (ranks.go).
+const PolicyRankBlind route.Policy = "kv-rank-blind"
+
 // Config describes a simulated cluster.
 type Config struct {
 	Engines, Routers int
+	// Ranks are the data-parallel ranks of each engine (0 or 1: one), each
+	// with its own Rank-sized scheduler and cache: Engines x Ranks cores.
+	Ranks int
 	Policy           route.Policy
 	Weights          route.Weights
 	Rank             sim.RankConfig
@@ -54,7 +65,8 @@ type Sim struct {
 	q       queue
 	seq     uint64
 	now     time.Duration
-	engines []*engineState
+	engines []*engineState // one per rank: engine e's rank k is engines[e*ranks+k]
+	ranks   int
 	routers []*routerState
 	index   *kvstore.Index // every router hears every engine alike: one index serves all
 	slots   []kvstore.Slot
@@ -75,7 +87,7 @@ type Sim struct {
 // in simulated time).
 func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
 	s := &Sim{cfg: cfg, reqs: wl.Requests, rec: loadgen.NewRecorder(), rng: rand.New(rand.NewPCG(cfg.Seed, 11)),
-		index: kvstore.New(kvstore.Options{ApproxTTL: time.Hour})}
+		index: kvstore.New(kvstore.Options{ApproxTTL: time.Hour}), ranks: max(cfg.Ranks, 1)}
 	var err error
 	if s.hasher, err = kvstore.NewHasher(kvstore.HashConfig{BlockSize: cfg.Rank.BlockSize, Seed: cfg.Rank.HashSeed, Model: cfg.Rank.Model}); err != nil {
 		return nil, err
@@ -83,24 +95,31 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 	announced := cfg.Rank.TierCosts()
 	s.tiers = cfg.Weights.TierCostsOf(&announced, cfg.Rank.BlockSize)
 	for i := range cfg.Engines {
-		core, err := sim.NewCore(cfg.Rank)
-		if err != nil {
-			return nil, err
-		}
 		id := fmt.Sprintf("engine-%d", i)
-		slot, err := s.index.AddEngine(kvstore.EngineConfig{ID: id, Capacity: [kvstore.NumTiers]uint64{uint64(cfg.Rank.GPUBlocks),
+		slots, err := s.index.AddEngine(kvstore.EngineConfig{ID: id, Ranks: s.ranks, Capacity: [kvstore.NumTiers]uint64{uint64(cfg.Rank.GPUBlocks),
 			uint64(cfg.Rank.CPUBlocks), uint64(cfg.Rank.DiskBlocks)}})
 		if err != nil {
 			return nil, err
 		}
-		s.engines = append(s.engines, &engineState{core: core, id: id})
-		s.slots = append(s.slots, slot[0])
+		for k := range s.ranks {
+			core, err := sim.NewCore(cfg.Rank)
+			if err != nil {
+				return nil, err
+			}
+			rid := id
+			if s.ranks > 1 {
+				rid = fmt.Sprintf("%s/rank-%d", id, k)
+			}
+			s.engines = append(s.engines, &engineState{core: core, id: rid})
+			s.slots = append(s.slots, slots[k])
+		}
 	}
+	cores := len(s.engines)
 	for range cfg.Routers {
-		r := &routerState{own: make([]syncring.Load, cfg.Engines), peer: make([]syncring.Load, cfg.Engines), loads: make([]wire.Load, cfg.Engines),
-			seqs: make([]uint64, cfg.Engines), loadAt: make([]time.Duration, cfg.Engines),
-			pend: make([]route.PendingPrefill, cfg.Engines),
-			rr:   s.rng.IntN(cfg.Engines)} // replicas start their rotation at different engines
+		r := &routerState{own: make([]syncring.Load, cores), peer: make([]syncring.Load, cores), loads: make([]wire.Load, cores),
+			seqs: make([]uint64, cores), loadAt: make([]time.Duration, cores),
+			pend: make([]route.PendingPrefill, cores),
+			rr:   s.rng.IntN(cores)} // replicas start their rotation at different engines
 		for i := range r.pend {
 			// A reservation is in a report made after its GENERATE arrived
 			// (NetDelay), which reaches the router SyncDelay later.
@@ -108,14 +127,14 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 		}
 		if cfg.Policy == route.PolicyApproxPrefix {
 			r.approx = kvstore.New(kvstore.Options{ApproxTTL: time.Hour})
-			for i := range cfg.Engines {
+			for i := range cores {
 				sl, _ := r.approx.AddEngine(kvstore.EngineConfig{ID: fmt.Sprint(i), Capacity: [kvstore.NumTiers]uint64{uint64(cfg.Rank.GPUBlocks)}})
 				r.aslots = append(r.aslots, sl[0])
 			}
 		}
 		s.routers = append(s.routers, r)
 	}
-	s.sending = make([]float64, cfg.Engines)
+	s.sending = make([]float64, cores)
 	s.hashes = make([][]uint64, len(s.reqs))
 	s.res = make([]*reservation, len(s.reqs))
 	for i, r := range s.reqs {

@@ -88,13 +88,14 @@ func (s *Sim) handle(ev *event) {
 		s.sending[ev.eng] -= float64(s.res[ev.req].prefill)
 		r := s.reqs[ev.req]
 		req := sim.NewRequest(sim.RequestKey{Stream: uint32(ev.req)}, r.Prompt, sim.Params{MaxTokens: r.Output, IgnoreEOS: true}, kvstore.Keys{})
-		if err := s.engines[ev.eng].core.Add(req); err != nil {
+		core := s.runsOn(ev.eng)
+		if err := s.engines[core].core.Add(req); err != nil {
 			s.rec.Fail(err.Error())
 			s.release(ev.req)
 			s.done++
 			return
 		}
-		s.kick(ev.eng)
+		s.kick(core)
 	case evStepDone:
 		s.stepDone(ev.eng, ev.res)
 	case evIndex:
@@ -111,10 +112,11 @@ func (s *Sim) handle(ev *event) {
 		}
 	case evPeer:
 		if ev.peer.router < 0 { // a LOAD report reaching every router
+			at := s.reportPlace(ev.eng)
 			for _, r := range s.routers {
-				r.loads[ev.eng] = ev.load
-				r.seqs[ev.eng]++
-				r.loadAt[ev.eng] = s.now
+				r.loads[at] = ev.load
+				r.seqs[at]++
+				r.loadAt[at] = s.now
 			}
 			return
 		}

@@ -108,39 +108,38 @@ func (s *Sim) pick(router, i int) (int, int) {
 		}
 		return best[s.rng.IntN(len(best))], 0
 	}
-	matches := make([]kvstore.Match, n)
+	cands := s.candidates()
+	matches := make([]kvstore.Match, len(cands))
 	switch {
 	case s.cfg.Policy == PolicyOracle:
-		for e := range n {
-			matches[e].Blocks[kvstore.TierGPU] = uint32(s.engines[e].core.CachedBlocks(req.Prompt, nil))
+		for j, e := range cands {
+			matches[j].Blocks[kvstore.TierGPU] = uint32(s.engines[e].core.CachedBlocks(req.Prompt, nil))
 		}
 	case r.approx != nil:
-		r.approx.Match(s.hashes[i], r.aslots, matches)
+		r.approx.Match(s.hashes[i], pickSlots(r.aslots, cands), matches)
 	default:
-		s.index.Match(s.hashes[i], s.slots, matches)
+		s.index.Match(s.hashes[i], pickSlots(s.slots, cands), matches)
 	}
 	policy := s.cfg.Policy
-	if policy == PolicyOracle || policy == PolicyTierBlind {
+	if policy == PolicyOracle || policy == PolicyTierBlind || policy == PolicyRankBlind {
 		policy = route.PolicyKV
 	}
-	best, bestCost := 0, math.Inf(1)
-	costs := make([]float64, n)
-	for e := range n {
+	bestCost := math.Inf(1)
+	costs := make([]float64, len(cands))
+	for j, e := range cands {
 		c := s.loadOf(r, e)
-		c.Match, c.Tiers = matches[e], s.tiers
-		costs[e] = s.cfg.Weights.Cost(policy, &c, len(req.Prompt))
-		if costs[e] < bestCost {
-			best, bestCost = e, costs[e]
-		}
+		c.Match, c.Tiers = matches[j], s.tiers
+		costs[j] = s.cfg.Weights.Cost(policy, &c, len(req.Prompt))
+		bestCost = min(bestCost, costs[j])
 	}
 	var near []int
-	for e := range n {
-		if costs[e] <= bestCost*(1+s.cfg.Weights.TieFraction) {
-			near = append(near, e)
+	for j := range cands {
+		if costs[j] <= bestCost*(1+s.cfg.Weights.TieFraction) {
+			near = append(near, j)
 		}
 	}
-	best = near[s.rng.IntN(len(near))]
-	return best, matches[best].Depth()
+	best := near[s.rng.IntN(len(near))]
+	return cands[best], matches[best].Depth()
 }
 
 // loadOf is the candidate as router r sees engine e, as the live router
