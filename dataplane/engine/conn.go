@@ -68,7 +68,7 @@ type Engine struct {
 	nextStream uint32
 
 	load      rankLoads // per rank (ranks.go)
-	lastSeq   []uint64 // per rank; guarded by the read loop
+	lastSeq   []uint64  // per rank; guarded by the read loop
 	snapshots map[uint16][]kvstore.Event
 	// snapAwait counts the ranks whose first snapshot the session awaits
 	// before the engine takes requests; the session goroutine's (it runs

@@ -45,10 +45,10 @@ type Config struct {
 	Engines, Routers int
 	// Ranks are the data-parallel ranks of each engine (0 or 1: one), each
 	// with its own Rank-sized scheduler and cache: Engines x Ranks cores.
-	Ranks int
-	Policy           route.Policy
-	Weights          route.Weights
-	Rank             sim.RankConfig
+	Ranks   int
+	Policy  route.Policy
+	Weights route.Weights
+	Rank    sim.RankConfig
 	// SyncDelay is how late a router learns what the others reserved
 	// (their ring all-reduce), and engines' KV events and LOAD reports.
 	SyncDelay time.Duration
