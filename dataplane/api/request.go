@@ -20,6 +20,8 @@ const (
 	Chat
 	// Messages is Anthropic's POST /v1/messages.
 	Messages
+	// Responses is OpenAI's POST /v1/responses.
+	Responses
 )
 
 // String names the kind as its endpoint does.
@@ -29,6 +31,8 @@ func (k Kind) String() string {
 		return "chat.completions"
 	case Messages:
 		return "messages"
+	case Responses:
+		return "responses"
 	}
 	return "completions"
 }

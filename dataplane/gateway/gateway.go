@@ -140,6 +140,7 @@ var routes = map[string]endpoint{
 	"/v1/completions":      {"POST", (*Gateway).completions},
 	"/v1/chat/completions": {"POST", (*Gateway).chatCompletions},
 	"/v1/messages":         {"POST", (*Gateway).messages},
+	"/v1/responses":        {"POST", (*Gateway).responses},
 	"/v1/models":           {"GET", (*Gateway).models},
 	"/tokenize":            {"POST", (*Gateway).tokenizeEndpoint},
 	"/detokenize":          {"POST", (*Gateway).detokenizeEndpoint},

@@ -36,8 +36,8 @@ func startGateway(t *testing.T, keys map[string]bool) string {
 type gwOptions struct {
 	keys                           map[string]bool
 	maxModelLen, simLen, simBlocks int
-	realTime            bool // the engines take their default profile's time, not none
-	tools               bool // the engines answer prompts with tools with tool calls
+	realTime                       bool // the engines take their default profile's time, not none
+	tools                          bool // the engines answer prompts with tools with tool calls
 }
 
 // testGateway is a running test gateway.

@@ -24,6 +24,11 @@ func (g *Gateway) messages(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	return g.generate(w, r, reqID, req, e)
 }
 
+func (g *Gateway) responses(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
+	req, e := api.DecodeResponses(r.Body, g.checkModel)
+	return g.generate(w, r, reqID, req, e)
+}
+
 // generate serves a decoded generation request of any API: it checks the
 // model and the prompt against the fleet and the tokenizer, then hands the
 // request to an HTTP engine or runs it on the wire engines.
@@ -60,6 +65,9 @@ func (g *Gateway) encoder(req *genRequest) api.Encoder {
 	switch req.Kind {
 	case api.Messages:
 		return &api.AnthropicEncoder{ID: "msg_" + req.id, Model: req.Model, Stream: req.Stream, PromptTokens: uint32(len(req.tokens))}
+	case api.Responses:
+		return &api.ResponsesEncoder{ID: "resp_" + req.id, Model: req.Model, Created: time.Now().Unix(), Stream: req.Stream,
+			PromptTokens: uint32(len(req.tokens))}
 	case api.Chat:
 		return &api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
 			Stream: req.Stream, IncludeUsage: req.IncludeUsage}

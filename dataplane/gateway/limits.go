@@ -101,8 +101,11 @@ func (g *Gateway) overPrompt(req *api.Request, atLeast int) *api.Error {
 }
 
 func promptField(req *api.Request) string {
-	if req.Kind == api.Completion {
+	switch req.Kind {
+	case api.Completion:
 		return "prompt"
+	case api.Responses:
+		return "input"
 	}
 	return "messages"
 }
