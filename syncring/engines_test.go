@@ -114,3 +114,19 @@ func TestFormatOnePeerRefused(t *testing.T) {
 		t.Fatalf("a format-1 replica's handshake: %v, want ERROR VERSION", err)
 	}
 }
+
+// TestHeartbeatSize: a HEARTBEAT grows by 2 bytes plus the key per engine
+// (RING.md), so 256 engines named by 20-byte ids cost 5.6 KB per peer per
+// heartbeat.
+func TestHeartbeatSize(t *testing.T) {
+	base := len(appendHeartbeat(nil, 1, &heartbeat{Hears: []string{"r1"}}))
+	keys := make([]string, 256)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("engine-%013d", i) // 20 bytes
+	}
+	got := len(appendHeartbeat(nil, 1, &heartbeat{Hears: []string{"r1"}, EngineKeys: keys}))
+	if want := base + 256*(2+20); got != want {
+		t.Fatalf("heartbeat with 256 keys: %d bytes, want %d", got, want)
+	}
+	t.Logf("heartbeat: %d bytes without engines, %d with 256 engine keys of 20 bytes", base, got)
+}

@@ -216,6 +216,7 @@ func TestEnginesComeAndGo(t *testing.T) {
 	traffic.more(t, 4, "before any change")
 
 	// Added by the admin API: it connects, snapshots and takes requests.
+	t0 := time.Now()
 	if code, body := adminCall(t, admin, "POST", "/admin/engines", fmt.Sprintf(`{"address": %q}`, e[2])); code != 201 {
 		t.Fatalf("POST /admin/engines: %d %s", code, body)
 	}
@@ -223,12 +224,15 @@ func TestEnginesComeAndGo(t *testing.T) {
 		t.Fatalf("POST a bad address: %d %s", code, body)
 	}
 	waitEngine(t, admin, e[2], "ready with blocks from requests", func(s string, b int64) bool { return s == "ready" && b > 0 })
+	t.Logf("added by the admin API: ready with blocks in the index after %v", time.Since(t0).Round(time.Millisecond))
 	waitEngine(t, admin, e[1], "blocks before it leaves", func(_ string, b int64) bool { return b > 0 })
 	traffic.more(t, 4, "after e2 joined")
 
 	// Dropped from the file: it leaves the pool and the index.
+	t0 = time.Now()
 	writeFile(t, file, "# e1 is gone")
 	waitEngine(t, admin, e[1], "out of the pool and the index", func(s string, b int64) bool { return s == "" && b == -1 })
+	t.Logf("dropped from the engine file: out of the pool and the index after %v", time.Since(t0).Round(time.Millisecond))
 	traffic.more(t, 4, "after e1 left")
 
 	failures := traffic.stop()
@@ -238,10 +242,10 @@ func TestEnginesComeAndGo(t *testing.T) {
 	t.Logf("%d requests while engines came and went, none failed", traffic.sent.Load())
 
 	// Drained while it streams: the stream finishes, then it leaves the index.
-	body, _ := json.Marshal(map[string]any{"model": model, "prompt": "A long answer, please.", "max_tokens": 300,
-		"ignore_eos": true, "stream": true})
 	var resp *http.Response
-	for range 20 { // until a stream lands on the engine to drain
+	for i := range 20 { // until a stream lands on the engine to drain (a new prompt each: no cache pulls it)
+		body, _ := json.Marshal(map[string]any{"model": model, "prompt": fmt.Sprintf("Answer %d at length, please.", i),
+			"max_tokens": 300, "ignore_eos": true, "stream": true})
 		r, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -250,8 +254,7 @@ func TestEnginesComeAndGo(t *testing.T) {
 			resp = r
 			break
 		}
-		_, _ = io.Copy(io.Discard, r.Body)
-		r.Body.Close()
+		r.Body.Close() // the client goes: kvgate cancels the stream
 	}
 	if resp == nil {
 		t.Fatal("no stream of 20 went to e2")
@@ -326,6 +329,7 @@ func TestReplicasWithDifferentEngines(t *testing.T) {
 		t.Fatalf("replica-0 has %d engines, want 3", before.Engines)
 	}
 
+	t0 := time.Now()
 	writeFile(t, file, e[2])
 	// The ring stays formed while the views meet: sample it until they do.
 	checkFor(t, 60*time.Second, 5*time.Millisecond, func() error {
@@ -340,6 +344,7 @@ func TestReplicasWithDifferentEngines(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("engine file changed: both replicas share 3 engines after %v, ring kept throughout", time.Since(t0).Round(time.Millisecond))
 	after := fleetDebugState(t, a).Ring
 	if after.Epoch == before.Epoch {
 		t.Fatal("the shared engines changed without a new epoch")
