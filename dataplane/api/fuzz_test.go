@@ -19,6 +19,7 @@ var fuzzSeeds = []string{
 	`{"model":"claude-sonnet-4-5","max_tokens":1024,"system":[{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}],"stream":true,"metadata":{"user_id":"u"},"stop_sequences":["END"]}`,
 	`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}`,
 	`{"model":"m","max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}],"tool_choice":{"type":"auto"},"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"P"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":[{"type":"text","text":"no"}]},{"type":"text","text":"again"}]}]}`,
+	`{"model":"m","instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"w?"}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"ok"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"reasoning":{"effort":"low"},"stream":true}`,
 	`{"prompt":"hello","add_special_tokens":false}`,
 	`{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":true}`,
 	`{"tokens":[1,2,3]}`,
@@ -33,7 +34,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, decode := range []func([]byte, ModelCheck) (*Request, *Error){DecodeCompletion, DecodeChat, DecodeMessages} {
+		for _, decode := range []func([]byte, ModelCheck) (*Request, *Error){DecodeCompletion, DecodeChat, DecodeMessages, DecodeResponses} {
 			r, e := decode(body, nil)
 			if (r == nil) == (e == nil) {
 				t.Fatalf("request %v and error %v", r, e)
