@@ -62,7 +62,7 @@ const (
 type config struct {
 	listen, adminListen, engineURL, kvEvents, kvTopic, replay, model, id, metricsURL string
 	engineKind, tokenizerDir                                                         string
-	blockSize, dpRanks, maxBatched, offloadBlockSize                                 int
+	blockSize, dpRanks, dpRank, maxBatched, offloadBlockSize                         int
 	hashSeed, gpuBlocks                                                              uint64
 	loras                                                                            []vllm.LoRA
 	secret                                                                           []byte
@@ -91,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.offloadBlockSize, "offload-block-size", 0, "vLLM offloading: the offloaded block size in tokens (kv_connector_extra_config block_size), for events that say 0; 0: one GPU block")
 	fs.Uint64Var(&c.hashSeed, "hash-seed", 0, "seed of kvgate's block hashes (routers take it from the handshake)")
 	fs.IntVar(&c.dpRanks, "dp-ranks", 1, "data-parallel ranks; rank r's events come from the endpoint's port + r, as vLLM publishes them")
+	fs.IntVar(&c.dpRank, "dp-rank", -1, "vLLM external data parallelism (an API server per rank, --data-parallel-external-lb): the --data-parallel-rank of the server at --engine-url, fronted as an engine of one rank; its events come from the endpoint's port + rank and its metrics are that rank's (default --id: HOST-bridge-dpRANK; give each rank's bridge its own --listen)")
 	fs.IntVar(&c.maxBatched, "max-batched-tokens", 8192, "the engine's tokens per step (vLLM --max-num-batched-tokens)")
 	fs.Uint64Var(&c.gpuBlocks, "gpu-blocks", 0, "GPU KV blocks of the engine (0: read vllm:cache_config_info from its metrics)")
 	fs.StringVar(&c.metricsURL, "metrics-url", "", "the engine's Prometheus metrics (default ENGINE-URL/metrics)")
@@ -126,6 +127,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.blockSize <= 0 || c.blockSize > kvstore.MaxBlockSize || c.dpRanks < 1 {
 		return nil, fmt.Errorf("--block-size must be 1..%d and --dp-ranks at least 1", kvstore.MaxBlockSize)
+	}
+	if err := c.checkDPRank(fs, host); err != nil {
+		return nil, err
 	}
 	if c.offloadBlockSize < 0 || c.offloadBlockSize%c.blockSize != 0 {
 		return nil, fmt.Errorf("--offload-block-size %d: a multiple of --block-size %d", c.offloadBlockSize, c.blockSize)

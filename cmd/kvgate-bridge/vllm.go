@@ -30,6 +30,8 @@ type vllmBridge struct {
 // be loading. An SGLang server is checked first (connectSGLang).
 func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logger) (backend, error) {
 	e := vllm.NewEngine(c.engineURL, c.model, nil, log)
+	e.DPRanks = c.dpRanks
+	first := max(c.dpRank, 0) // the engine's rank that is the bridge's rank 0
 	capacity := c.gpuBlocks
 	if c.engineKind == kindSGLang {
 		s, err := connectSGLang(ctx, c, e.Client, log)
@@ -62,21 +64,24 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 	e.LoRAs = names
 	if capacity == 0 {
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil && m[0] != nil {
-			capacity = m[0].GPUBlocks
+		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil {
+			if em := vllm.ExternalRankMetrics(m, first)[0]; em != nil {
+				capacity = em.GPUBlocks
+			}
 		}
 		scancel()
 	}
 	t := vllm.NewTranslator(h, c.loras)
 	t.OffloadBlockSize = c.offloadBlockSize
 	vb := &vllmBridge{Bridge: vllm.NewBridge(e, t, c.dpRanks, capacity), c: c, log: log}
+	vb.FirstRank = first
 	if c.kvEvents != "" {
 		for r := range c.dpRanks {
-			ep, err := vllm.RankEndpoint(c.kvEvents, r)
+			ep, err := vllm.RankEndpoint(c.kvEvents, first+r)
 			if err != nil {
 				return nil, err
 			}
-			replay, err := vllm.RankEndpoint(c.replay, r)
+			replay, err := vllm.RankEndpoint(c.replay, first+r)
 			if err != nil {
 				return nil, err
 			}

@@ -24,6 +24,11 @@ type Bridge struct {
 	// Capacity is the GPU tier in blocks, for LOAD when the engine's
 	// metrics do not say.
 	Capacity uint64
+	// FirstRank is the engine's data-parallel rank that is the bridge's
+	// rank 0: non-zero for a bridge in front of one rank of vLLM's external
+	// data parallelism (ExternalRankMetrics), whose events come from the
+	// endpoint of that rank.
+	FirstRank int
 
 	mu    sync.Mutex // orders KV_EVENTS and snapshots: a snapshot at seq N holds batches 1..N
 	seq   []uint64
@@ -86,7 +91,7 @@ func (b *Bridge) PollLoad(ctx context.Context, url string, every time.Duration) 
 	defer t.Stop()
 	for {
 		if m, err := ScrapeMetrics(ctx, b.Client, url); err == nil {
-			loads := Loads(m, b.Ranks, b.Capacity, b.T.BlockSize())
+			loads := Loads(ExternalRankMetrics(m, b.FirstRank), b.Ranks, b.Capacity, b.T.BlockSize())
 			b.loads.Store(&loads)
 			for i := range loads {
 				b.Out.Broadcast(&loads[i])

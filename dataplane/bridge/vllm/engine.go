@@ -31,6 +31,11 @@ type Engine struct {
 	// SGLang, when set, makes the engine an SGLang server driven through
 	// its native /generate (sglang_api.go) as the server says it runs.
 	SGLang *SGLangServer
+	// DPRanks are the data-parallel ranks behind URL (vLLM's
+	// --data-parallel-size with its internal load balancing; 0 or 1: one).
+	// A GENERATE that names a rank is sent to it (DPRankHeader); one that
+	// names a rank the engine does not have is refused.
+	DPRanks int
 
 	reqs bridgeutil.Requests
 }
@@ -79,6 +84,10 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 	if err != nil {
 		return err
 	}
+	rank, err := e.rankOf(g)
+	if err != nil {
+		return err
+	}
 	body := completionRequest{Model: model, Prompt: g.Prompt.AppendTo(nil), MaxTokens: g.MaxTokens, Temperature: g.Temperature,
 		TopP: g.TopP, TopK: g.TopK, StopTokenIDs: g.StopTokens.AppendTo(nil), IgnoreEOS: g.Flags&wire.GenIgnoreEOS != 0,
 		CacheSalt: string(g.CacheSalt), Priority: g.Priority, Stream: true, ReturnTokenIDs: true, RequestID: string(g.RequestID),
@@ -87,7 +96,7 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		seed := g.Seed
 		body.Seed = &seed
 	}
-	go e.run(e.reqs.Start(k), k, &body)
+	go e.run(e.reqs.Start(k), k, &body, rank)
 	return nil
 }
 
@@ -97,10 +106,11 @@ func (e *Engine) Cancel(k serve.Key) { e.reqs.Cancel(k) }
 // Idle implements serve.Backend.
 func (e *Engine) Idle() bool { return e.reqs.Idle() }
 
-// run streams one completion and relays it.
-func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) {
+// run streams one completion, on data-parallel rank (-1: the engine's
+// choice), and relays it.
+func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest, rank int) {
 	defer e.reqs.Done(k)
-	resp, ok := e.post(ctx, k, "/v1/completions", body)
+	resp, ok := e.post(ctx, k, "/v1/completions", body, rank)
 	if !ok {
 		return
 	}
@@ -110,9 +120,10 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest) 
 	e.ended(ctx, k, end, err, s.finish)
 }
 
-// post sends body to the engine's path and returns its 200 response; on
-// anything else it fails the stream and reports false.
-func (e *Engine) post(ctx context.Context, k serve.Key, path string, body any) (*http.Response, bool) {
+// post sends body to the engine's path, naming a data-parallel rank unless
+// it is -1, and returns its 200 response; on anything else it fails the
+// stream and reports false.
+func (e *Engine) post(ctx context.Context, k serve.Key, path string, body any, rank int) (*http.Response, bool) {
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, "POST", e.URL+path, bytes.NewReader(b))
 	if err != nil {
@@ -120,6 +131,7 @@ func (e *Engine) post(ctx context.Context, k serve.Key, path string, body any) (
 		return nil, false
 	}
 	req.Header.Set("Content-Type", "application/json")
+	setRank(req.Header, rank)
 	resp, err := e.Client.Do(req)
 	if err != nil {
 		bridgeutil.Unreachable(e.Out, ctx, k, "engine", err)

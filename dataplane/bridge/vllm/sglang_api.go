@@ -186,7 +186,7 @@ func (e *Engine) generateSGLang(k serve.Key, g *wire.Generate) error {
 // runGenerate streams one /generate request and relays it.
 func (e *Engine) runGenerate(ctx context.Context, k serve.Key, body *generateRequest) {
 	defer e.reqs.Done(k)
-	resp, ok := e.post(ctx, k, "/generate", body)
+	resp, ok := e.post(ctx, k, "/generate", body, -1) // the rank is in the body
 	if !ok {
 		return
 	}
