@@ -2,7 +2,10 @@ package engine
 
 import (
 	"errors"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +177,109 @@ func TestMembershipErrors(t *testing.T) {
 	p.Close()
 	if _, err := p.Add("127.0.0.1:1"); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("Add after Close: %v", err)
+	}
+}
+
+// TestRemoveWhileGenerating: requests race a Remove. Every Generate that
+// returns a stream gets its whole answer (the engine answers each GENERATE
+// a little later), none is cut by the disconnect; the others are refused
+// with ErrNotReady. Meanwhile engines join and leave, and Engines, Lookup
+// and Changed are read, under the race detector.
+func TestRemoveWhileGenerating(t *testing.T) {
+	eng := ttStartEngine(t, ttHandshake("busy"), nil)
+	p, _ := ttPool(t, func(c *Config) { c.DrainTimeout = time.Minute }, eng.addr)
+	e := p.Engines()[0]
+	c := eng.accept(t)
+	ttReady(t, e)
+	go func() { // answer every GENERATE after a moment, until the router hangs up
+		for f := range c.frames {
+			if f.Type == wire.TypeGenerate {
+				time.Sleep(time.Millisecond)
+				_ = c.Send(f.Stream, ttTok(wire.TokFirst|wire.TokLast, wire.FinishStop, 1))
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	var served, refused atomic.Int64
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s, err := e.Generate(ttGenerate("m"))
+				if err != nil {
+					if !errors.Is(err, ErrNotReady) {
+						t.Errorf("Generate: %v", err)
+					}
+					refused.Add(1)
+					runtime.Gosched()
+					continue
+				}
+				last, ok := lastEvent(s)
+				if !ok || last.Err != nil || last.Finish != wire.FinishStop {
+					t.Errorf("a stream opened before the Remove was cut: %+v (ended %v)", last, ok)
+					return
+				}
+				served.Add(1)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // membership churn beside it
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			a := ttDeadAddr(t)
+			if _, err := p.Add(a); errors.Is(err, ErrEngineExists) {
+				continue // a port given again while its engine still leaves
+			} else if err != nil {
+				t.Errorf("Add: %v", err)
+			}
+			_ = p.Changed()
+			_, _ = p.Lookup(a)
+			for _, x := range p.Engines() {
+				_ = x.State()
+			}
+			if _, err := p.Remove(a); err != nil {
+				t.Errorf("Remove: %v", err)
+			}
+		}
+	}()
+	ttWaitFor(t, "requests served", func() bool { return served.Load() >= 20 })
+	if _, err := p.Remove(e.Addr); err != nil {
+		t.Fatal(err)
+	}
+	ttWaitFor(t, "requests refused after the Remove", func() bool { return refused.Load() >= 20 })
+	ttWaitFor(t, "the engine gone", func() bool { _, ok := p.Lookup(e.Addr); return !ok })
+	close(stop)
+	wg.Wait()
+	t.Logf("%d served, %d refused", served.Load(), refused.Load())
+}
+
+// lastEvent waits for a stream's last event, off the test's goroutine
+// (false after ttWait without one).
+func lastEvent(s *Stream) (Event, bool) {
+	timeout := time.After(ttWait)
+	for {
+		select {
+		case <-s.Ready():
+		case <-timeout:
+			return Event{}, false
+		}
+		for _, ev := range s.Take() {
+			if ev.Last {
+				return ev, true
+			}
+		}
 	}
 }
