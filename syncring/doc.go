@@ -9,6 +9,11 @@
 // that hear each other, ordered by id; every change of that set starts a new
 // epoch, and chunks and reservations of another epoch are ignored.
 //
+// Replicas agree on engines by key (kvgate uses each engine's handshake
+// id), not by position: every HEARTBEAT lists the sender's keys, and the
+// vectors cover the keys all members share, so replicas whose engine sets
+// differ for a while keep their ring (engines.go, RING.md format 2).
+//
 // Every Interval the lowest id starts a round: a chunked ring all-reduce
 // (reduce-scatter, then all-gather) of per-engine (prefill, decode,
 // requests) vectors, so that each replica sends 2(N-1)/N of the vector per
