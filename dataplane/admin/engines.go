@@ -14,14 +14,16 @@ import (
 // engines of http (nil when there are none), labelled with their URL;
 // kvgate does not follow an HTTP engine's decoding, so those have no
 // decode series, and their prefill is the uncached prompt tokens of the
-// requests not finished (RegisterPassthrough adds their own metrics).
+// requests not finished (RegisterPassthrough adds their own metrics). Each
+// data-parallel rank of a wire engine has its own series (ranks.go).
 func RegisterEngines(reg prometheus.Registerer, pool *engine.Pool, router *route.Router, http *passthrough.Pool) {
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvgate_index_entries", Help: "Entries in the KV block index."},
 			func() float64 { return float64(pool.Index().Stats().Entries) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvgate_index_events_applied_total", Help: "KV events applied."},
 			func() float64 { return float64(pool.EventsApplied()) }),
-		&engineCollector{pool: pool, router: router, http: http})
+		&engineCollector{pool: pool, router: router, http: http},
+		&rankCollector{pool: pool, router: router})
 }
 
 // engineCollector reports per-engine state and load at scrape time.
