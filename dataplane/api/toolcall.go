@@ -17,18 +17,20 @@ import (
 // a malformed call the parser passes all further text through, as vLLM
 // treats the whole output as content when a call does not parse.
 type ToolParser struct {
-	syn   *ToolSyntax
-	mode  toolMode
-	held  string // text held back: a possible marker start, spaces
-	raw   string // the current call since its opening marker
-	open  string // the marker that opened it
-	pos   int    // bytes of raw consumed by the call's parse
-	args  int    // start of the arguments in raw; -1 before the head
-	sent  int    // bytes of arguments emitted
-	scan  jsonScanner
-	whole bool // parsing the call object whole (keys out of order)
-	named bool // the call's first piece is out (in this Feed or before)
-	calls int
+	syn     *ToolSyntax
+	markers []string // open, then drop
+	mode    toolMode
+	held    string          // text held back: a possible marker start, spaces
+	raw     string          // the current call since its opening marker
+	rawb    strings.Builder // holds raw: appending never copies it again
+	open    string          // the marker that opened it
+	pos     int             // bytes of raw consumed by the call's parse
+	args    int             // start of the arguments in raw; -1 before the head
+	sent    int             // bytes of arguments emitted
+	scan    jsonScanner
+	whole   bool // parsing the call object whole (keys out of order)
+	named   bool // the call's first piece is out (in this Feed or before)
+	calls   int
 	// callOut is where the current call's pieces begin in this Feed's
 	// output, committed says its head went out in an earlier Feed.
 	callOut   int
@@ -47,7 +49,7 @@ const (
 
 // NewToolParser parses output written in syn.
 func NewToolParser(syn *ToolSyntax) *ToolParser {
-	return &ToolParser{syn: syn, args: -1}
+	return &ToolParser{syn: syn, args: -1, markers: append([]string{syn.open}, syn.drop...)}
 }
 
 // Calls is the number of tool calls found so far.
@@ -121,6 +123,7 @@ func (p *ToolParser) start(dst []Piece, text string, last bool) ([]Piece, string
 
 func (p *ToolParser) beginCall(open string, out int) {
 	p.mode, p.open, p.raw, p.pos, p.args, p.sent = modeCall, open, "", 0, -1, 0
+	p.rawb.Reset()
 	p.scan, p.whole, p.named, p.committed, p.callOut = jsonScanner{}, false, false, false, out
 }
 
@@ -130,7 +133,7 @@ func (p *ToolParser) text(dst []Piece, text string, last bool) ([]Piece, string,
 	s := p.held + text
 	p.held = ""
 	at, marker := -1, ""
-	for _, m := range append([]string{p.syn.open}, p.syn.drop...) {
+	for _, m := range p.markers {
 		if i := strings.Index(s, m); i >= 0 && (at < 0 || i < at) {
 			at, marker = i, m
 		}
@@ -145,7 +148,7 @@ func (p *ToolParser) text(dst []Piece, text string, last bool) ([]Piece, string,
 	}
 	keep := 0
 	if !last {
-		keep = heldPrefix(s, append([]string{p.syn.open}, p.syn.drop...))
+		keep = heldPrefix(s, p.markers)
 	}
 	p.held = s[len(s)-keep:]
 	return appendText(dst, s[:len(s)-keep]), "", false
@@ -190,7 +193,8 @@ func (p *ToolParser) between(dst []Piece, text string, last bool) ([]Piece, stri
 // call parses the current call with text appended: its head, then its
 // arguments (streamed), then its end.
 func (p *ToolParser) call(dst []Piece, text string, last bool) ([]Piece, string, bool) {
-	p.raw += text
+	p.rawb.WriteString(text)
+	p.raw = p.rawb.String() // earlier pieces keep pointing at their bytes
 	if p.args < 0 && !p.whole {
 		name, args, st := p.syn.head(p.raw)
 		switch {
@@ -264,6 +268,7 @@ func (p *ToolParser) end(dst []Piece, last bool) ([]Piece, string, bool) {
 	}
 	after := rest[skip+n:]
 	p.mode, p.raw = modeBetween, ""
+	p.rawb.Reset()
 	return dst, after, true
 }
 
@@ -316,6 +321,7 @@ func (p *ToolParser) fail(dst []Piece) []Piece {
 		dst = appendText(dst[:p.callOut], p.open+p.raw)
 	}
 	p.mode, p.raw, p.held = modePlain, "", ""
+	p.rawb.Reset()
 	return dst
 }
 

@@ -137,3 +137,33 @@ func TestToolSyntaxOf(t *testing.T) {
 		t.Error("an unknown parser was accepted")
 	}
 }
+
+// BenchmarkToolParserLargeCall streams a call with 64 KB of arguments
+// (an agent writing a file) a few bytes at a time, as tokens arrive: the
+// work is linear in the call's size.
+func BenchmarkToolParserLargeCall(b *testing.B) {
+	out := "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.go\", \"content\": \"" +
+		strings.Repeat("x := 1\\n", 8192) + "\"}}\n</tool_call>"
+	b.SetBytes(int64(len(out)))
+	b.ReportAllocs()
+	var dst []Piece
+	for b.Loop() {
+		p := NewToolParser(Hermes)
+		for i := 0; i < len(out); i += 4 {
+			dst = p.Feed(dst[:0], out[i:min(i+4, len(out))], i+4 >= len(out))
+		}
+		if p.Calls() != 1 {
+			b.Fatal("no call")
+		}
+	}
+}
+
+// TestToolParserTextAllocs: plain text through a parser (a chat that
+// offers tools and gets an answer) costs no allocation per token.
+func TestToolParserTextAllocs(t *testing.T) {
+	p := NewToolParser(Hermes)
+	dst := make([]Piece, 0, 4)
+	if n := testing.AllocsPerRun(1000, func() { dst = p.Feed(dst[:0], " word", false) }); n != 0 {
+		t.Fatalf("%v allocations a token", n)
+	}
+}
