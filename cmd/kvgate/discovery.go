@@ -29,7 +29,7 @@ type discoveryFlags struct {
 
 func (f *discoveryFlags) register(fs *flag.FlagSet) {
 	def := engine.DefaultConfig()
-	fs.Func("engine-dns", "engines under a DNS name, NAME:PORT (A/AAAA records, each at PORT) or NAME (SRV records give hosts and ports), re-resolved every --engine-dns-interval: a Kubernetes headless Service (repeatable, or comma-separated)", func(v string) error {
+	fs.Func("engine-dns", "engines under a DNS name, NAME:PORT (A/AAAA records, each at PORT) or NAME (SRV records give hosts and ports), re-resolved every --engine-dns-interval (an engine leaves once two answers in a row lack it): a Kubernetes headless Service (repeatable, or comma-separated)", func(v string) error {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				f.dnsSpecs = append(f.dnsSpecs, s)

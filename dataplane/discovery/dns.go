@@ -94,8 +94,10 @@ func notFound(err error) bool {
 }
 
 // Watch implements Source: it resolves at once, then every Every, and
-// reports each answer that differs from the last; a failed lookup is
-// logged and changes nothing.
+// reports the union of the last two answers whenever it changes, so an
+// address leaves once two answers in a row lack it (a flapping record, or
+// a DNS server that briefly answers with fewer endpoints, does not drain
+// engines); a failed lookup is logged and changes nothing.
 func (s *DNS) Watch(ctx context.Context, set func([]string)) {
 	log := s.Log
 	if log == nil {
@@ -103,19 +105,24 @@ func (s *DNS) Watch(ctx context.Context, set func([]string)) {
 	}
 	t := time.NewTicker(s.Every)
 	defer t.Stop()
-	var last []string
+	var prev, last []string // the previous answer, the last set reported
 	first := true
 	for {
 		lctx, cancel := context.WithTimeout(ctx, max(s.Every, time.Second))
 		addrs, err := s.Resolve(lctx)
 		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("discovery: DNS lookup failed: keeping the engines found before", "name", s.Name(), "err", err)
-		case err == nil && (first || !slices.Equal(addrs, last)):
-			log.Info("discovery: DNS answer", "name", s.Name(), "engines", addrs)
-			set(addrs)
-			last, first = addrs, false
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("discovery: DNS lookup failed: keeping the engines found before", "name", s.Name(), "err", err)
+			}
+		} else {
+			report := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(addrs), prev...))))
+			if first || !slices.Equal(report, last) {
+				log.Info("discovery: DNS answer", "name", s.Name(), "engines", report)
+				set(report)
+				last, first = report, false
+			}
+			prev = addrs
 		}
 		select {
 		case <-ctx.Done():

@@ -114,8 +114,9 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// TestDNSWatch: the first answer is reported, then each change; a failing
-// server changes nothing; a name that stops existing reports no engines.
+// TestDNSWatch: the first answer is reported, then each change, an address
+// leaving only once two answers lack it; a failing server changes nothing;
+// a name that stops existing reports no engines (two answers later).
 func TestDNSWatch(t *testing.T) {
 	r := &fakeResolver{hosts: map[string][]string{"engines": {"10.0.0.1"}}, fail: map[string]bool{}}
 	d, _ := ParseDNS("engines:7000")
@@ -145,6 +146,7 @@ func TestDNSWatch(t *testing.T) {
 	case <-time.After(50 * time.Millisecond): // many ticks: none may report
 	}
 	r.failing("engines", false)
+	next("10.0.0.1:7000", "10.0.0.9:7000") // 10.0.0.1 is in one answer less
 	next("10.0.0.9:7000")
 	r.mu.Lock()
 	delete(r.hosts, "engines")
