@@ -27,7 +27,10 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 		ToolChoice         json.RawMessage            `json:"tool_choice"`
 		PreviousResponseID *string                    `json:"previous_response_id"`
 		ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
-		Reasoning          *struct {
+		Text               *struct {
+			Format json.RawMessage `json:"format"`
+		} `json:"text"`
+		Reasoning *struct {
 			Effort *string `json:"effort"`
 		} `json:"reasoning"`
 	}
@@ -53,7 +56,11 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 	if e = checkToolChoice(r, choice, names); e != nil {
 		return nil, e
 	}
-	if r.Guided, e = guidedOf(nil, choice); e != nil {
+	format, e := responseFormat(b.Text)
+	if e != nil {
+		return nil, e
+	}
+	if r.Guided, e = guidedOf(format, choice); e != nil {
 		return nil, e
 	}
 	msgs, err := responseInput(b.Instructions, b.Input)
@@ -71,6 +78,37 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 		return nil, badRequestOf("input", e)
 	}
 	return r, nil
+}
+
+// responseFormat maps text.format onto Chat's response_format: json_schema
+// carries its name, schema and strict inside json_schema there.
+func responseFormat(text *struct {
+	Format json.RawMessage `json:"format"`
+}) (json.RawMessage, *Error) {
+	if text == nil || len(text.Format) == 0 || string(text.Format) == "null" {
+		return nil, nil
+	}
+	var f struct {
+		Type   string          `json:"type"`
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	}
+	if err := json.Unmarshal(text.Format, &f); err != nil {
+		return nil, BadRequest("text.format", "text.format must be an object with a type")
+	}
+	switch f.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return json.RawMessage(`{"type":"json_object"}`), nil
+	case "json_schema":
+		if err := checkSchema("text.format.schema", f.Schema, 0); err != nil {
+			return nil, badRequestOf("text.format.schema", err)
+		}
+		return mustJSON(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": f.Name, "schema": f.Schema, "strict": f.Strict}}), nil
+	}
+	return nil, BadRequest("text.format.type", fmt.Sprintf("text.format.type %q is not text, json_object or json_schema", f.Type))
 }
 
 // responseTools turns the Responses API's function tools ({type, name,
