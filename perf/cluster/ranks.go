@@ -1,6 +1,9 @@
 package cluster
 
-import "github.com/kvgate/kvgate/kvstore"
+import (
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/syncring"
+)
 
 // Data-parallel ranks: engine e's rank k is the core engines[e*ranks+k],
 // with its own scheduler, cache (index slot) and LOAD reports. Routing by
@@ -61,4 +64,21 @@ func (s *Sim) runsOn(c int) int {
 		}
 	}
 	return best
+}
+
+// peerOf is the other routers' load on core e as router r sees it. The
+// ring sums load per engine, not per rank, so each rank of an engine with
+// several sees the engine's sum shared evenly among its ranks, as
+// route.Router does; its own LOAD reports tell the ranks apart.
+func (s *Sim) peerOf(r *routerState, e int) syncring.Load {
+	if s.ranks == 1 || s.rankBlind() {
+		return r.peer[e]
+	}
+	base := e - e%s.ranks
+	var sum syncring.Load
+	for k := range s.ranks {
+		sum = addLoad(sum, r.peer[base+k])
+	}
+	n := int64(s.ranks)
+	return syncring.Load{PrefillTokens: sum.PrefillTokens / n, DecodeTokens: sum.DecodeTokens / n, Requests: sum.Requests / n}
 }

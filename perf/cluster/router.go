@@ -63,7 +63,7 @@ func (s *Sim) arrive(i int) {
 	eng, predicted := s.pick(router, i)
 	uncached := int64(len(req.Prompt) - predicted*s.cfg.Rank.BlockSize)
 	r := s.routers[router]
-	r.pend[eng].Report(r.seqs[eng], int64(r.loadAt[eng]), float64(r.peer[eng].PrefillTokens))
+	r.pend[eng].Report(r.seqs[eng], int64(r.loadAt[eng]), float64(s.peerOf(r, eng).PrefillTokens))
 	tag := r.pend[eng].Reserve(int64(s.now), float64(uncached))
 	s.res[i] = &reservation{router: router, engine: eng, prefill: uncached, arrival: s.now, prompt: len(req.Prompt), tag: tag}
 	s.reserve(router, eng, syncring.Load{PrefillTokens: uncached, Requests: 1})
@@ -154,10 +154,11 @@ func (s *Sim) loadOf(r *routerState, e int) route.Candidate {
 		c.QueuedPrefill, c.ActiveDecode = float64(l.QueuedPrefillTokens)+s.sending[e], float64(l.ActiveDecodeTokens)
 		return c
 	}
-	peer := float64(r.peer[e].PrefillTokens)
+	peers := s.peerOf(r, e)
+	peer := float64(peers.PrefillTokens)
 	r.pend[e].Report(r.seqs[e], int64(r.loadAt[e]), peer)
 	c.QueuedPrefill = r.pend[e].Queued(float64(r.loads[e].QueuedPrefillTokens), peer)
-	c.ActiveDecode = max(float64(r.own[e].DecodeTokens+r.peer[e].DecodeTokens), float64(r.loads[e].ActiveDecodeTokens))
+	c.ActiveDecode = max(float64(r.own[e].DecodeTokens+peers.DecodeTokens), float64(r.loads[e].ActiveDecodeTokens))
 	return c
 }
 
