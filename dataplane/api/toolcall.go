@@ -130,6 +130,10 @@ func (p *ToolParser) beginCall(open string, out int) {
 // text passes text on up to a call's opening marker, holding back what
 // may be the start of one, and drops the syntax's other markers.
 func (p *ToolParser) text(dst []Piece, text string, last bool) ([]Piece, string, bool) {
+	if p.syn.open == "" { // calls open the output only (Llama): this is text
+		p.mode = modePlain
+		return dst, text, true
+	}
 	s := p.held + text
 	p.held = ""
 	at, marker := -1, ""
