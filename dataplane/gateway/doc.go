@@ -6,6 +6,12 @@
 // a request whose engine failed before its first token. Requests for
 // models that only HTTP engines serve go to dataplane/passthrough.
 //
+// A chat's output text goes through the parsers the model's chat template
+// calls for (parsers.go: <think> reasoning, the family's tool-call syntax,
+// or --tool-parser and --reasoning-parser): streamed, each piece as soon
+// as it is known; whole, the text is parsed once at its end, so a
+// malformed call is text.
+//
 // A request can fail only itself: what the model's context or the wire
 // protocol cannot take is refused here with a 400 naming the field
 // (limits.go), before an engine sees it; an engine's refusal of a request
