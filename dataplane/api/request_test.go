@@ -232,3 +232,22 @@ func TestModelCheckComesFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestAnthropicHistory: an assistant turn's thinking, text and tool_use
+// blocks become one chat message (reasoning_content, content, tool_calls
+// with the input as an object); tool_results come before the rest of the
+// user's turn, as tool messages naming the function.
+func TestAnthropicHistory(t *testing.T) {
+	r, e := DecodeMessages([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"w?"},
+		{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"Let me see."},{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]},
+		{"role":"user","content":[{"type":"text","text":"and?"},{"type":"tool_result","tool_use_id":"t1","content":"42"}]}]}`), nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	want := `[{"role":"user","content":"w?"},` +
+		`{"role":"assistant","content":"Let me see.","reasoning_content":"hmm","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":{"a":1}}}]},` +
+		`{"role":"tool","content":"42","tool_call_id":"t1","name":"f"},{"role":"user","content":"and?"}]`
+	if string(r.Conversation.Messages) != want {
+		t.Fatalf("messages\n got %s\nwant %s", r.Conversation.Messages, want)
+	}
+}

@@ -99,6 +99,12 @@ func TestOpenAIToolCalls(t *testing.T) {
 		t.Fatalf("stream: finish %q name %q id %q args %q reasoning %q\n%s", finish, name, id, args, reasoning, stream)
 	}
 
+	// Thinking off (Qwen3's enable_thinking): the call alone.
+	_, out = post(t, base+"/v1/chat/completions", "", body+`,"chat_template_kwargs":{"enable_thinking":false}}`)
+	if !strings.Contains(out, `"finish_reason":"tool_calls"`) || strings.Contains(out, "reasoning_content") {
+		t.Fatalf("thinking off: %s", out)
+	}
+
 	// tool_choice none: the same output is text.
 	_, out = post(t, base+"/v1/chat/completions", "", body+`,"tool_choice":"none"}`)
 	if !strings.Contains(out, `"content":"\u003ctool_call\u003e`) || strings.Contains(out, `"tool_calls"`) {
