@@ -26,6 +26,7 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 		Tools              json.RawMessage            `json:"tools"`
 		ToolChoice         json.RawMessage            `json:"tool_choice"`
 		PreviousResponseID *string                    `json:"previous_response_id"`
+		Background         bool                       `json:"background"`
 		ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 		Text               *struct {
 			Format json.RawMessage `json:"format"`
@@ -41,6 +42,9 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 	r, e := f.request(Responses, defaultResponseTokens, check)
 	if e != nil {
 		return nil, e
+	}
+	if b.Background {
+		return nil, BadRequest("background", "background responses are not supported: nothing is stored to poll")
 	}
 	if b.PreviousResponseID != nil {
 		return nil, BadRequest("previous_response_id", "previous_response_id is not supported: responses are not stored; send the whole input")

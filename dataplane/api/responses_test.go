@@ -26,6 +26,7 @@ func TestDecodeResponses(t *testing.T) {
 		{`{"model":"m","input":"x","text":{"format":{"type":"json_schema","schema":{"type":"strin"}}}}`, "text.format.schema.type"},
 		{`{"model":"m","input":[{"type":"image_generation_call"}]}`, "input[0].type"},
 		{`{"model":"m","input":[]}`, "input"},
+		{`{"model":"m","input":"x","background":true}`, "background"},
 		{`{"model":"m","input":"x","tools":[{"type":"web_search"}]}`, "tools[0].type"},
 		{`{"model":"m","input":"x","tool_choice":{"type":"function","name":"g"},"tools":[{"type":"function","name":"f"}]}`, "tool_choice"},
 	} {
