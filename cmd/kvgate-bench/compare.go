@@ -25,8 +25,8 @@ type compareFlags struct {
 	rf                             replicaFlags
 	ext                            externalFlags
 
-	engines, gpuBlocks, cpuBlocks, diskBlocks int
-	profile                                   string
+	engines, ranks, gpuBlocks, cpuBlocks, diskBlocks int
+	profile                                          string
 
 	// extra are flags of the command that called compare, recorded with
 	// compare's own.
@@ -46,6 +46,7 @@ func (c *compareFlags) register(fs *flag.FlagSet, sim bool) {
 	}
 	c.ext.register(fs)
 	fs.IntVar(&c.engines, "engines", 8, "simulated engines (without --engine-addrs or --http-engines)")
+	fs.IntVar(&c.ranks, "ranks", 1, "data-parallel ranks per simulated engine, each with its own scheduler and --gpu-blocks of cache")
 	fs.StringVar(&c.profile, "sim-profile", "default", "engine timing profile: default, zero, or a JSON file")
 	fs.IntVar(&c.gpuBlocks, "gpu-blocks", 16384, "GPU KV blocks per simulated engine (16 tokens each)")
 	fs.IntVar(&c.cpuBlocks, "cpu-blocks", 0, "CPU tier blocks per simulated engine (0: none); GPU evictions move there")
@@ -87,14 +88,17 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if c.ranks < 1 {
+		return fmt.Errorf("--ranks %d: want at least 1", c.ranks)
+	}
 	out := c.comparison(&l)
-	for k, v := range map[string]any{"engines": c.engines, "sim_profile": prof.Name, "gpu_blocks": c.gpuBlocks,
+	for k, v := range map[string]any{"engines": c.engines, "ranks": c.ranks, "sim_profile": prof.Name, "gpu_blocks": c.gpuBlocks,
 		"cpu_blocks": c.cpuBlocks, "disk_blocks": c.diskBlocks} {
 		out.Flags[k] = v
 	}
 	return eachPolicy(ctx, out, c.policies, l.jsonOut, c.reportDir, stdout, func(policy string) (*loadgen.Result, error) {
 		fmt.Fprintf(stderr, "== %s: %d requests of %s on %d engines\n", policy, len(wl.Requests), l.workload, c.engines)
-		return comparePolicy(ctx, policy, bin, c.engines, prof, [3]int{c.gpuBlocks, c.cpuBlocks, c.diskBlocks}, &l, &c.rf, wl, stderr)
+		return comparePolicy(ctx, policy, bin, c.engines, c.ranks, prof, [3]int{c.gpuBlocks, c.cpuBlocks, c.diskBlocks}, &l, &c.rf, wl, stderr)
 	})
 }
 
@@ -161,13 +165,14 @@ func orDiscard(path string) string {
 }
 
 // comparePolicy runs the workload through kvgate under policy in front of n
-// fresh simulated engines, each with tiers of GPU, CPU and disk blocks.
-func comparePolicy(ctx context.Context, policy, bin string, n int, prof sim.Profile, tiers [3]int,
+// fresh simulated engines of ranks data-parallel ranks, each rank with
+// tiers of GPU, CPU and disk blocks.
+func comparePolicy(ctx context.Context, policy, bin string, n, ranks int, prof sim.Profile, tiers [3]int,
 	l *loadFlags, rf *replicaFlags, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Model, cfg.Rank.Profile = l.model, prof
 	cfg.Rank.GPUBlocks, cfg.Rank.CPUBlocks, cfg.Rank.DiskBlocks = tiers[0], tiers[1], tiers[2]
-	cfg.Speed = l.speed
+	cfg.Speed, cfg.DPRanks = l.speed, max(ranks, 1)
 	// LOAD every 50 ms of engine time, as in simulate, not of wall time.
 	cfg.LoadInterval = max(time.Duration(float64(cfg.LoadInterval)/l.speed), time.Millisecond)
 	cfg.Rank.MaxModelLen = 1 << 20 // traces hold prompts beyond 128k tokens
