@@ -72,6 +72,7 @@ func adminCall(t *testing.T, admin, method, path, body string) (int, []byte) {
 type fleetState struct {
 	Engines []struct {
 		Addr, ID, State string
+		PeerLoad        struct{ Requests int64 } `json:"peer_load"`
 	} `json:"engines"`
 	Index struct {
 		Engines []struct {
@@ -294,22 +295,25 @@ func TestEnginesComeAndGo(t *testing.T) {
 }
 
 // TestReplicasWithDifferentEngines: two replicas that see different engine
-// sets (one lacks e2 at first) form one ring over the two engines they
-// share, keep it while the second learns e2 from its engine file, and
-// converge on all three.
+// sets (one lacks e2 at first, and they list the engines in other orders)
+// form one ring over the two engines they share, each counting the other's
+// requests on an engine by its id, keep the ring while the second learns
+// e2 from its engine file, and converge on all three.
 func TestReplicasWithDifferentEngines(t *testing.T) {
 	e := fleetSims(t, 3)
 	ring := freeLoopbackAddrs(t, 2)
 	file := filepath.Join(t.TempDir(), "engines")
 	writeFile(t, file, "# e2 not yet")
-	replica := func(i int, args ...string) string {
-		_, base := startKvgate(t, append([]string{"--replica-id", fmt.Sprintf("replica-%d", i), "--ring-listen", ring[i],
+	replica := func(i int, args ...string) (base, admin string) {
+		_, base = startKvgate(t, append([]string{"--replica-id", fmt.Sprintf("replica-%d", i), "--ring-listen", ring[i],
 			"--peers", strings.Join(ring, ","), "--sync-interval", "2ms", "--ring-heartbeat", "50ms", "--ring-dead-after", "1s"}, args...)...)
 		waitReady(t, base)
-		return adminOf(t, base)
+		return base, adminOf(t, base)
 	}
-	a := replica(0, "--engine", strings.Join(e, ","))
-	b := replica(1, "--engine", strings.Join(e[:2], ","), "--engine-file", file, "--engine-file-interval", "50ms")
+	// No engine at the same position in both lists: only agreeing by id
+	// puts a replica's load on the right engine of the other.
+	_, a := replica(0, "--engine", strings.Join([]string{e[2], e[1], e[0]}, ","))
+	bBase, b := replica(1, "--engine", strings.Join([]string{e[1], e[0]}, ","), "--engine-file", file, "--engine-file-interval", "50ms")
 
 	ringState := func(want int) {
 		t.Helper()
@@ -324,6 +328,30 @@ func TestReplicasWithDifferentEngines(t *testing.T) {
 		})
 	}
 	ringState(2)
+
+	// A stream through replica-1 counts on replica-0 for the same engine,
+	// at another position in its list.
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": "Stream for the ring.", "max_tokens": 300, "ignore_eos": true, "stream": true})
+	resp, err := http.Post(bBase+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Header.Get("x-kvgate-engine")
+	peerRequests := func(want int64) {
+		t.Helper()
+		checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+			for _, eng := range fleetDebugState(t, a).Engines {
+				if eng.ID == id && eng.PeerLoad.Requests == want {
+					return nil
+				}
+			}
+			return fmt.Errorf("replica-0 never counted %d peer requests on %q: %+v", want, id, fleetDebugState(t, a).Engines)
+		})
+	}
+	peerRequests(1)
+	resp.Body.Close()
+	peerRequests(0)
+
 	before := fleetDebugState(t, a).Ring
 	if before.Engines != 3 {
 		t.Fatalf("replica-0 has %d engines, want 3", before.Engines)
