@@ -14,12 +14,15 @@ import (
 )
 
 // simPool starts n simulated engines on loopback and a pool connected to them.
-func simPool(b testing.TB, n int) *engine.Pool {
+func simPool(b testing.TB, n int) *engine.Pool { return simPoolRanks(b, n, 1) }
+
+// simPoolRanks is simPool with engines of ranks data-parallel ranks.
+func simPoolRanks(b testing.TB, n, ranks int) *engine.Pool {
 	b.Helper()
 	var addrs []string
 	for i := range n {
 		cfg := sim.DefaultConfig()
-		cfg.ID, cfg.Rank.Profile, cfg.LoadInterval = fmt.Sprintf("sim-%d", i), sim.ZeroProfile, 0
+		cfg.ID, cfg.Rank.Profile, cfg.LoadInterval, cfg.DPRanks = fmt.Sprintf("sim-%d", i), sim.ZeroProfile, 0, ranks
 		cfg.Rank.GPUBlocks = 1 << 18
 		s, err := sim.NewServer(cfg)
 		if err != nil {
@@ -47,12 +50,18 @@ func simPool(b testing.TB, n int) *engine.Pool {
 // prompt over 64 engines: hash the prompt, match it against every engine,
 // score, pick and reserve (and release). The index holds entriesPerEngine
 // blocks per engine, and 8 engines hold leading parts of the prompt.
-func BenchmarkRouteDecision(b *testing.B) {
+func BenchmarkRouteDecision(b *testing.B) { benchRoute(b, 64, 1) }
+
+// BenchmarkRouteDecisionRanks is BenchmarkRouteDecision over 16 engines of
+// 4 data-parallel ranks: the same 64 candidates, (engine, rank) pairs.
+func BenchmarkRouteDecisionRanks(b *testing.B) { benchRoute(b, 16, 4) }
+
+func benchRoute(b *testing.B, engines, ranks int) {
 	entriesPerEngine := 150_000 // ~10 M (block, engine) entries in all
 	if testing.Short() {
 		entriesPerEngine = 2_000
 	}
-	pool := simPool(b, 64)
+	pool := simPoolRanks(b, engines, ranks)
 	rng := rand.New(rand.NewPCG(3, 4))
 	prompt := make([]uint32, 8192)
 	for i := range prompt {
@@ -64,20 +73,24 @@ func BenchmarkRouteDecision(b *testing.B) {
 		b.Fatal(err)
 	}
 	chain := make([]uint64, 64)
-	for i, e := range pool.Engines() {
-		slot, _ := e.Slot()
-		for done := 0; done < entriesPerEngine; done += len(chain) {
-			for j := range chain {
-				chain[j] = rng.Uint64()
+	i := 0
+	for _, e := range pool.Engines() {
+		for rank := range uint16(ranks) {
+			slot, _ := e.RankSlot(rank)
+			for done := 0; done < entriesPerEngine; done += len(chain) {
+				for j := range chain {
+					chain[j] = rng.Uint64()
+				}
+				if err := pool.Index().Apply(slot, []kvstore.Event{{Kind: kvstore.Stored, Hashes: chain}}); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := pool.Index().Apply(slot, []kvstore.Event{{Kind: kvstore.Stored, Hashes: chain}}); err != nil {
-				b.Fatal(err)
+			if i < 8 {
+				if err := pool.Index().Apply(slot, []kvstore.Event{{Kind: kvstore.Stored, Hashes: hs[:64*(i+1)]}}); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		if i < 8 {
-			if err := pool.Index().Apply(slot, []kvstore.Event{{Kind: kvstore.Stored, Hashes: hs[:64*(i+1)]}}); err != nil {
-				b.Fatal(err)
-			}
+			i++
 		}
 	}
 	r := New(pool, PolicyKV, DefaultWeights())
