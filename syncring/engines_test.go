@@ -130,3 +130,73 @@ func TestHeartbeatSize(t *testing.T) {
 	}
 	t.Logf("heartbeat: %d bytes without engines, %d with 256 engine keys of 20 bytes", base, got)
 }
+
+// TestReserveByKey: a reservation crosses at the engine's place among the
+// shared keys, stamped with the epoch of that layout; one on an engine the
+// members do not share, or on a free position, is not sent; after the
+// shared keys change, the new layout and epoch apply.
+func TestReserveByKey(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Source, cfg.Engines = "b", &source{}, []string{"k3", "", "k1"}
+	r, err := newRing(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &r.loop
+	l := &link{id: "a", q: make(chan []byte, 64), closed: make(chan struct{})}
+	s.linkUp(l)
+	p := s.peers["a"]
+	p.hbSeen, p.heard = true, time.Now()
+	p.hb = heartbeat{Incarnation: 7, EngineKeys: []string{"k1", "k3", "k9"}, Hears: []string{"b"}}
+	s.reform()
+	s.publishLinks() // as the loop does on linkUp: Reserve sends on these
+	quiet := func() { // no reservation went out lately: the next one goes at once
+		r.res.mu.Lock()
+		r.res.last = time.Time{}
+		r.res.mu.Unlock()
+	}
+	next := func() (uint64, []reservation) {
+		t.Helper()
+		for {
+			select {
+			case body := <-l.q:
+				var m message
+				if err := decodeMessage(body, &m, noBase); err != nil {
+					t.Fatal(err)
+				}
+				if m.Kind == kindReserve {
+					return m.Epoch, m.Reserve.Items
+				}
+			default:
+				return 0, nil
+			}
+		}
+	}
+	drain(l)
+	r.Reserve(0, Load{PrefillTokens: 5, Requests: 1}) // k3: second shared key
+	epoch, items := next()
+	if epoch != s.epoch || len(items) != 1 || items[0].Engine != 1 || items[0].PrefillTokens != 5 {
+		t.Fatalf("reservation on k3: epoch %d (want %d), %+v", epoch, s.epoch, items)
+	}
+	quiet()
+	r.Reserve(1, Load{Requests: 1}) // a free position
+	if _, items := next(); items != nil {
+		t.Fatalf("a free position was broadcast: %+v", items)
+	}
+	old := s.epoch
+	p.hb.EngineKeys = []string{"k1"}
+	s.reform() // k3 is not shared any more
+	if s.epoch == old || len(s.shared) != 1 {
+		t.Fatalf("shared %v, epoch unchanged %v", s.shared, s.epoch == old)
+	}
+	quiet()
+	r.Reserve(0, Load{Requests: 1}) // k3: not shared
+	if _, items := next(); items != nil {
+		t.Fatalf("an unshared engine was broadcast: %+v", items)
+	}
+	quiet()
+	r.Reserve(2, Load{Requests: 1}) // k1: the only shared key
+	if epoch, items := next(); epoch != s.epoch || len(items) != 1 || items[0].Engine != 0 {
+		t.Fatalf("reservation on k1 after the change: epoch %d (want %d), %+v", epoch, s.epoch, items)
+	}
+}
