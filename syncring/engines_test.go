@@ -149,7 +149,6 @@ func TestReserveByKey(t *testing.T) {
 	p.hbSeen, p.heard = true, time.Now()
 	p.hb = heartbeat{Incarnation: 7, EngineKeys: []string{"k1", "k3", "k9"}, Hears: []string{"b"}}
 	s.reform()
-	s.publishLinks() // as the loop does on linkUp: Reserve sends on these
 	quiet := func() { // no reservation went out lately: the next one goes at once
 		r.res.mu.Lock()
 		r.res.last = time.Time{}
