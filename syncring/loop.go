@@ -14,9 +14,9 @@ type loopState struct {
 	keys, local, shared []string
 	order               []int
 	peers               map[string]*peer
-	members []string // sorted, this replica included
-	rank    int
-	epoch   uint64
+	members             []string // sorted, this replica included
+	rank                int
+	epoch               uint64
 	// epochNum counts this replica's epochs (for operators; not on the wire
 	// as an identity).
 	epochNum  uint64
