@@ -106,6 +106,9 @@ func (p *Pool) Remove(key string) (*Engine, error) { return p.leave(key, true) }
 func (p *Pool) leave(key string, forget bool) (*Engine, error) {
 	p.mem.mu.Lock()
 	defer p.mem.mu.Unlock()
+	if p.mem.closed {
+		return nil, ErrPoolClosed // and no goroutine may join p.wg now
+	}
 	e := p.mem.find(key)
 	if e == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownEngine, key)

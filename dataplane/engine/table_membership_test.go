@@ -178,6 +178,9 @@ func TestMembershipErrors(t *testing.T) {
 	if _, err := p.Add("127.0.0.1:1"); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("Add after Close: %v", err)
 	}
+	if _, err := p.Drain("127.0.0.1:1"); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("Drain after Close: %v", err)
+	}
 }
 
 // TestRemoveWhileGenerating: requests race a Remove. Every Generate that
