@@ -165,7 +165,11 @@ func (e *Engine) generateSGLang(k serve.Key, g *wire.Generate) error {
 		sp["sampling_seed"] = g.Seed
 	}
 	body := generateRequest{InputIDs: g.Prompt.AppendTo(nil), SamplingParams: sp, Stream: true, RID: string(g.RequestID), CacheSalt: string(g.CacheSalt)}
-	if g.DPRank != wire.AnyRank && e.SGLang.DPSize > 1 {
+	switch dp := max(e.SGLang.DPSize, 1); {
+	case g.DPRank == wire.AnyRank:
+	case int(g.DPRank) >= dp:
+		return &serve.StreamError{Code: wire.CodeBadRequest, Message: fmt.Sprintf("data-parallel rank %d: the server's --dp-size is %d", g.DPRank, dp)}
+	case dp > 1:
 		r := g.DPRank
 		body.DataParallelRank = &r
 	}

@@ -186,7 +186,8 @@ func TestSGLangEngineRefuses(t *testing.T) {
 }
 
 // TestSGLangRequestFields: the rank goes as data_parallel_rank to a server
-// with DP ranks; a priority only to one scheduling by priority, negated
+// with DP ranks (none to a server of one, and a rank beyond its --dp-size
+// is refused); a priority only to one scheduling by priority, negated
 // unless it runs low values first (the wire's order); the cache salt as
 // cache_salt.
 func TestSGLangRequestFields(t *testing.T) {
@@ -201,17 +202,32 @@ func TestSGLangRequestFields(t *testing.T) {
 	defer hs.Close()
 	for _, c := range []struct {
 		server vllm.SGLangServer
-		want   string
+		rank   uint16
+		want   string // "": refused
 	}{
-		{vllm.SGLangServer{DPSize: 2, PriorityScheduling: true}, "rank 1 priority -3"},
-		{vllm.SGLangServer{DPSize: 2, PriorityScheduling: true, LowPriorityFirst: true}, "rank 1 priority 3"},
-		{vllm.SGLangServer{DPSize: 1}, "rank <nil> priority <nil>"},
+		{vllm.SGLangServer{DPSize: 2, PriorityScheduling: true}, 1, "rank 1 priority -3"},
+		{vllm.SGLangServer{DPSize: 2, PriorityScheduling: true, LowPriorityFirst: true}, 1, "rank 1 priority 3"},
+		{vllm.SGLangServer{DPSize: 1}, 0, "rank <nil> priority <nil>"},
+		{vllm.SGLangServer{DPSize: 2}, 2, ""},
+		{vllm.SGLangServer{DPSize: 1}, 1, ""},
 	} {
 		conn := startSGLangBridge(t, hs.URL, &c.server)
-		if err := conn.Send(1, &wire.Generate{Model: []byte("m"), MaxTokens: 1, TopP: 1, DPRank: 1, Priority: 3, CacheSalt: []byte("s1"), Prompt: wire.TokensOf([]uint32{1})}); err != nil {
+		if err := conn.Send(1, &wire.Generate{Model: []byte("m"), MaxTokens: 1, TopP: 1, DPRank: c.rank, Priority: 3, CacheSalt: []byte("s1"), Prompt: wire.TokensOf([]uint32{1})}); err != nil {
 			t.Fatal(err)
 		}
-		if r := readStream(t, conn, 1); r.err != nil || r.last.Finish != wire.FinishStop {
+		r := readStream(t, conn, 1)
+		if c.want == "" {
+			if r.err == nil || r.err.Code != wire.CodeBadRequest || !strings.Contains(r.err.Message, "--dp-size") {
+				t.Fatalf("%+v rank %d: %+v, want refused", c.server, c.rank, r)
+			}
+			select {
+			case b := <-bodies:
+				t.Fatalf("%+v rank %d reached the server: %v", c.server, c.rank, b)
+			default:
+			}
+			continue
+		}
+		if r.err != nil || r.last.Finish != wire.FinishStop {
 			t.Fatalf("%+v: %+v", c.server, r)
 		}
 		body := <-bodies
