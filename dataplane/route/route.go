@@ -1,7 +1,9 @@
 // Package route decides which engine serves a request: it hashes the prompt
 // per engine hash scheme, matches it against the KV index, scores each
 // candidate by an estimate of its time to first token, and reserves the
-// chosen engine's load. The choice and the reservation are two critical
+// chosen engine's load. A candidate is an (engine, data-parallel rank)
+// pair: each rank has its own cache, LOAD reports and reservations, and the
+// chosen rank travels in the GENERATE (Decision.WireRank; ranks.go). The choice and the reservation are two critical
 // sections, not one: decisions made at the same moment may score the same
 // load, and picking at random among near-ties is what spreads them. Which
 // lock guards what, and what routing reads without one: dataplane/LOCKS.md.
