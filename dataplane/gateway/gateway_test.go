@@ -55,6 +55,7 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Model, cfg.Rank.Profile = model, sim.ZeroProfile
+	cfg.Rank.NoRandomEOS = true // answers have the length asked for (finish_reason length, stop_reason max_tokens)
 	if o.realTime {
 		cfg.Rank.Profile = sim.DefaultProfile
 	}
@@ -146,7 +147,7 @@ func TestEndpoints(t *testing.T) {
 		{"chat stream", "/v1/chat/completions", `{"model":"` + model + `","messages":[{"role":"user","content":"Hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`, 200,
 			[]string{`"role":"assistant"`, `"object":"chat.completion.chunk"`, `"usage":{`, "data: [DONE]"}, "x-kvgate-engine"},
 		{"messages", "/v1/messages", `{"model":"` + model + `","max_tokens":3,"messages":[{"role":"user","content":"Hi"}]}`, 200,
-			[]string{`"type":"message"`, `"stop_reason":"max_tokens"`}, "x-kvgate-engine"},
+			[]string{`"type":"message"`, `"stop_reason":"max_tokens"`, `"output_tokens":3`}, "x-kvgate-engine"},
 		{"messages stream", "/v1/messages", `{"model":"` + model + `","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"Hi"}]}`, 200,
 			[]string{"event: message_start", "event: message_stop"}, ""},
 		{"tokenize", "/tokenize", `{"prompt":"Hello world"}`, 200, []string{`"count":2`}, ""},

@@ -101,7 +101,12 @@ type RankConfig struct {
 	MaxBatchedTokens  int // token budget per step (chunked prefill)
 	MaxModelLen       int // prompt plus output, at most
 	EOS               uint32
-	Profile           Profile
+	// NoRandomEOS makes sequences end only at max_tokens, a stop token or
+	// the context, never at the random EOS (1 in 256 tokens) a request
+	// without ignore_eos otherwise meets: for tests that need a known
+	// length through an API that cannot ask for ignore_eos (Anthropic's).
+	NoRandomEOS bool
+	Profile     Profile
 	// Tools, when set, answers prompts that offer tools with tool calls
 	// (toolcall.go); nil generates as ever.
 	Tools *ToolCalls

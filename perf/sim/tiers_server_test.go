@@ -13,7 +13,10 @@ import (
 // as does a snapshot's; the WELCOME announces every tier and its link, and
 // LOAD reports each tier's use.
 func TestServerTierEvents(t *testing.T) {
-	s, addr := startServer(t, func(c *Config) { c.Rank.GPUBlocks, c.Rank.CPUBlocks, c.Rank.DiskBlocks = 16, 16, 64; c.Rank.Profile.KVBytesPerToken = 1024 })
+	s, addr := startServer(t, func(c *Config) {
+		c.Rank.GPUBlocks, c.Rank.CPUBlocks, c.Rank.DiskBlocks = 16, 16, 64
+		c.Rank.Profile.KVBytesPerToken = 1024
+	})
 	r := dialRouter(t, addr, "")
 	wantCap := []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: 16}, {Tier: wire.TierCPU, Blocks: 16}, {Tier: wire.TierDisk, Blocks: 64}}
 	if got := r.Peer.Tiers; len(got) != 3 || got[0] != wantCap[0] || got[1] != wantCap[1] || got[2] != wantCap[2] {

@@ -162,7 +162,7 @@ func (c *Core) nextOf(r *Request) (uint32, bool) {
 		r.script, r.scripted = c.cfg.Tools.script(r.tokens[:r.promptLen]), true
 	}
 	if r.script == nil {
-		return nextToken(r.seed, r.generated, r.Params.IgnoreEOS, c.cfg.EOS)
+		return nextToken(r.seed, r.generated, r.Params.IgnoreEOS || c.cfg.NoRandomEOS, c.cfg.EOS)
 	}
 	if r.generated < len(r.script) {
 		return r.script[r.generated], false
