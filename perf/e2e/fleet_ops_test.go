@@ -208,3 +208,16 @@ func TestReplicasWithDifferentEngines(t *testing.T) {
 	})
 	checkDeployMetrics(t, a)
 }
+
+// TestEngineFromDNS: an engine found only through --engine-dns (the
+// loopback name, from /etc/hosts) serves requests; the DNS source itself is
+// tested against a DNS responder in dataplane/discovery.
+func TestEngineFromDNS(t *testing.T) {
+	e := fleetSims(t, 1)
+	_, port, _ := strings.Cut(e[0], ":")
+	_, base := startKvgate(t, "--engine-dns", "localhost:"+port, "--engine-dns-interval", "100ms")
+	waitReady(t, base)
+	if r, body := post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": "found by DNS", "max_tokens": 2}); r.StatusCode != 200 || r.Header.Get("x-kvgate-engine") != "e0" {
+		t.Fatalf("through the engine found by DNS: %d on %q: %s", r.StatusCode, r.Header.Get("x-kvgate-engine"), body)
+	}
+}
