@@ -42,6 +42,18 @@ func dumpValue(sb *strings.Builder, prefix string, v reflect.Value) {
 			for j := range x.Len() {
 				fmt.Fprintf(sb, "%s[%d]: %+v\n", name, j, x.At(j))
 			}
+		case LogitBias:
+			for j := range x.Len() {
+				tok, b := x.At(j)
+				fmt.Fprintf(sb, "%s[%d]: %d %+g\n", name, j, tok, b)
+			}
+		case Logprobs:
+			fmt.Fprintf(sb, "%s.TopN: %d\n", name, x.TopN())
+			for j, en := range x.Entries() {
+				fmt.Fprintf(sb, "%s[%d]: %g %+v\n", name, j, en.Logprob, en.Top)
+			}
+		case Sampling:
+			dumpValue(sb, name+".", fv)
 		case []string, []LoRA, []TierCapacity, []TierUsage:
 			fmt.Fprintf(sb, "%s: %+v\n", name, x)
 		case []Event:

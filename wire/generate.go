@@ -14,7 +14,10 @@ const (
 	GenIgnoreEOS GenerateFlags = 1 << 0 // keep generating past EOS until max_tokens
 	GenHasSeed   GenerateFlags = 1 << 1 // Seed is set
 	GenWantText  GenerateFlags = 1 << 2 // include detokenized text in TOKENS
-	genDefined                 = GenIgnoreEOS | GenHasSeed | GenWantText
+	// GenSampling: the sampling section follows the prompt (Sampling; only
+	// to engines with FeatureSampling).
+	GenSampling GenerateFlags = 1 << 3
+	genDefined                = GenIgnoreEOS | GenHasSeed | GenWantText | GenSampling
 )
 
 // AnyRank in Generate.DPRank lets the engine pick the data-parallel rank.
@@ -66,6 +69,7 @@ func MMItemsOf(items []MMItem) MMItems {
 //	| stop_token_ids: u32 n, u32 x n | cache_salt str16 |
 //	| mm_items: u16 n, (offset u32, length u32, hash u64) x n |
 //	| kv_transfer: u32 n, bytes | guided: u32 n, bytes | prompt: u32 n, u32 x n |
+//	| sampling (flag GenSampling only): see Sampling |
 type Generate struct {
 	RequestID   []byte
 	Model       []byte
@@ -89,6 +93,8 @@ type Generate struct {
 	// them. Empty: unconstrained. Only for engines with FeatureGuided.
 	Guided []byte
 	Prompt Tokens
+	// Sampling is the sampling section, sent when Flags has GenSampling.
+	Sampling Sampling
 }
 
 // Type implements Message.
@@ -118,6 +124,9 @@ func (m *Generate) AppendPayload(dst []byte) ([]byte, error) {
 	e.bytes32(m.KVTransfer, "kv_transfer")
 	e.bytes32(m.Guided, "guided")
 	e.tokens(m.Prompt)
+	if m.Flags&GenSampling != 0 {
+		m.Sampling.append(&e)
+	}
 	return e.b, e.err
 }
 
@@ -144,6 +153,10 @@ func (m *Generate) Decode(p []byte, lim *Limits) error {
 	m.KVTransfer = c.bytes32("kv_transfer")
 	m.Guided = c.bytes32("guided")
 	m.Prompt = c.tokens(lim.MaxTokens, "prompt")
+	m.Sampling = Sampling{}
+	if m.Flags&GenSampling != 0 {
+		m.Sampling.decode(&c, lim)
+	}
 	if err := c.done("GENERATE"); err != nil {
 		return err
 	}
@@ -161,6 +174,11 @@ func (m *Generate) validate() error {
 	case !(m.TopP > 0 && m.TopP <= 1):
 		return fmt.Errorf("decoding GENERATE: top_p %v: %w", m.TopP, ErrBadValue)
 	}
+	if m.Flags&GenSampling != 0 {
+		if err := m.Sampling.validate(); err != nil {
+			return fmt.Errorf("decoding GENERATE: %w", err)
+		}
+	}
 	for i := range m.MMItems.Len() {
 		it := m.MMItems.At(i)
 		if uint64(it.Offset)+uint64(it.Length) > uint64(m.Prompt.Len()) {
@@ -173,8 +191,12 @@ func (m *Generate) validate() error {
 // PayloadSize returns the length of the encoded payload, without encoding it.
 func (m *Generate) PayloadSize() int {
 	const fixed = 4*6 + 8 + 4 + 2 + 2 // lora_id .. top_k, seed, flags, dp_rank, reserved
-	return 2 + len(m.RequestID) + 2 + len(m.Model) + fixed + 4 + 4*m.StopTokens.Len() + 2 + len(m.CacheSalt) +
+	n := 2 + len(m.RequestID) + 2 + len(m.Model) + fixed + 4 + 4*m.StopTokens.Len() + 2 + len(m.CacheSalt) +
 		2 + mmItemSize*m.MMItems.Len() + 4 + len(m.KVTransfer) + 4 + len(m.Guided) + 4 + 4*m.Prompt.Len()
+	if m.Flags&GenSampling != 0 {
+		n += m.Sampling.size()
+	}
+	return n
 }
 
 // CheckLimits reports what a receiver with limits lim would refuse in m
@@ -191,6 +213,8 @@ func (m *Generate) CheckLimits(lim *Limits) error {
 		return fmt.Errorf("GENERATE prompt: %d tokens over %d: %w", m.Prompt.Len(), lim.MaxTokens, ErrLimit)
 	case m.MMItems.Len() > lim.MaxListItems:
 		return fmt.Errorf("GENERATE mm_items: %d over %d: %w", m.MMItems.Len(), lim.MaxListItems, ErrLimit)
+	case m.Sampling.LogitBias.Len() > lim.MaxListItems:
+		return fmt.Errorf("GENERATE logit_bias: %d over %d: %w", m.Sampling.LogitBias.Len(), lim.MaxListItems, ErrLimit)
 	case m.PayloadSize() > lim.MaxFrameSize:
 		return fmt.Errorf("GENERATE of %d bytes over %d: %w", m.PayloadSize(), lim.MaxFrameSize, ErrFrameTooLarge)
 	}

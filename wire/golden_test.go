@@ -87,6 +87,16 @@ func goldenCases() []goldenCase {
 			KVTransfer: []byte(`{"do_remote_decode":true}`),
 			Guided:     []byte(`{"response_format":{"type":"json_object"}}`),
 			Prompt:     TokensOf([]uint32{151644, 872, 198, 9707, 0, 1, 2, 151645})}},
+		{name: "generate_sampling", about: "GENERATE with the sampling section (flag SAMPLING, sent because the engine's WELCOME had FeatureSampling): penalties, min_tokens 4, logprobs with 2 alternatives, a logit_bias", stream: 3, msg: &Generate{
+			RequestID: []byte("r3"), Model: []byte("m"), MaxTokens: 16, Temperature: 0.5, TopP: 1, DPRank: AnyRank,
+			Flags: GenSampling, Prompt: TokensOf([]uint32{1, 2, 3}),
+			Sampling: Sampling{PresencePenalty: 0.5, FrequencyPenalty: -0.25, RepetitionPenalty: 1.125, MinTokens: 4,
+				Flags: SampleLogprobs, TopLogprobs: 2, LogitBias: LogitBiasOf([]uint32{50256, 13}, []float32{-100, 2.5})}}},
+		{name: "tokens_logprobs", about: "TOKENS with the logprobs section (flag LOGPROBS, answering generate_sampling): two tokens, each with its logprob and 2 alternatives", stream: 3, msg: &TokensMsg{
+			Flags: TokFirst | TokLogprobs, Tokens: TokensOf([]uint32{11, 1879}),
+			Logprobs: mustLogprobs(2, []LogprobEntry{
+				{Logprob: -0.5, Top: []Alt{{11, -0.5}, {12, -1.5}}},
+				{Logprob: -2, Top: []Alt{{7, -0.25}, {1879, -2}}}})}},
 		{name: "tokens_first", about: "TOKENS, first frame: 512 prompt tokens were cached", stream: 1, msg: &TokensMsg{
 			Flags: TokFirst, CachedTokens: 512, Tokens: TokensOf([]uint32{9707})}},
 		{name: "tokens_text", about: "TOKENS, a middle frame with text", stream: 1, msg: &TokensMsg{
@@ -110,6 +120,14 @@ func goldenCases() []goldenCase {
 		{name: "snapshot", about: "SNAPSHOT 3, chunk 0, last, as of KV_EVENTS seq 42", msg: &Snapshot{
 			SnapshotID: 3, Chunk: 0, Last: true, Seq: 42, Events: events[:2]}},
 	}
+}
+
+func mustLogprobs(topN int, entries []LogprobEntry) Logprobs {
+	l, err := LogprobsOf(topN, entries)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }
 
 func encodeGolden(t testing.TB, c goldenCase) []byte {

@@ -9,7 +9,7 @@ type TokensFlags uint8
 const (
 	TokFirst   TokensFlags = 1 << 0 // first frame of the stream: CachedTokens is valid
 	TokLast    TokensFlags = 1 << 1 // last frame: Finish and usage are valid
-	tokDefined             = TokFirst | TokLast
+	tokDefined             = TokFirst | TokLast | TokLogprobs
 )
 
 // FinishReason says why generation ended.
@@ -41,6 +41,7 @@ func (f FinishReason) String() string {
 //	| flags u8 | finish_reason u8 | reserved u16 | cached_tokens u32 |
 //	| prompt_tokens u32 | completion_tokens u32 |
 //	| tokens: u32 n, u32 x n | text: u32 n, bytes |
+//	| logprobs (flag TokLogprobs only): see Logprobs |
 type TokensMsg struct {
 	Flags  TokensFlags
 	Finish FinishReason
@@ -52,6 +53,8 @@ type TokensMsg struct {
 	Tokens           Tokens
 	// Text is the detokenized text of Tokens, when the router asked for it.
 	Text []byte
+	// Logprobs (flag TokLogprobs) are Tokens' logprobs, one entry each.
+	Logprobs Logprobs
 }
 
 // Type implements Message.
@@ -74,6 +77,9 @@ func (m *TokensMsg) AppendPayload(dst []byte) ([]byte, error) {
 	e.u32(m.CompletionTokens)
 	e.tokens(m.Tokens)
 	e.bytes32(m.Text, "text")
+	if m.Flags&TokLogprobs != 0 {
+		m.Logprobs.append(&e, m.Tokens.Len())
+	}
 	return e.b, e.err
 }
 
@@ -89,6 +95,10 @@ func (m *TokensMsg) Decode(p []byte, lim *Limits) error {
 	m.CompletionTokens = c.u32("completion_tokens")
 	m.Tokens = c.tokens(lim.MaxTokens, "tokens")
 	m.Text = c.bytes32("text")
+	m.Logprobs = Logprobs{}
+	if m.Flags&TokLogprobs != 0 {
+		m.Logprobs = decodeLogprobs(&c, m.Tokens.Len())
+	}
 	if err := c.done("TOKENS"); err != nil {
 		return err
 	}
