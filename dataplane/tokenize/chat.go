@@ -14,10 +14,16 @@ import (
 // its output equals @huggingface/jinja's on the corpus in testdata (the
 // chat golden test). JSON objects keep their key order, so tools render
 // with `tojson` exactly as Python's json.dumps would print them.
+//
+// Render is incremental for plain conversations under templates that
+// render them append-only (chat_incr.go): a turn whose earlier turns were
+// rendered before renders only its new messages, with the same result.
 type ChatTemplate struct {
 	tmpl     *jinja.Template
 	bos, eos string
 	source   string
+	prefixes *prefixCache
+	verdicts verdicts
 }
 
 // Source is the template's text (the gateway reads which tool-call and
@@ -30,7 +36,7 @@ func NewChatTemplate(source, bos, eos string) (*ChatTemplate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: chat template: %v", ErrInvalid, err)
 	}
-	return &ChatTemplate{tmpl: t, bos: bos, eos: eos, source: source}, nil
+	return &ChatTemplate{tmpl: t, bos: bos, eos: eos, source: source, prefixes: newPrefixCache(prefixCacheMaxBytes)}, nil
 }
 
 // chatTemplateSource reads chat_template as a string, or picks the
@@ -72,8 +78,39 @@ type ChatInput struct {
 	Extra map[string]json.RawMessage
 }
 
-// Render returns the prompt text.
+// Render returns the prompt text. It is safe for concurrent use.
 func (c *ChatTemplate) Render(in *ChatInput) (string, error) {
+	if !in.AddGenerationPrompt || (len(in.Tools) > 0 && string(bytes.TrimSpace(in.Tools)) != "null") {
+		return c.renderFull(in) // never incremental: spare the probes
+	}
+	key := extraKey(in.Extra)
+	return c.renderWith(c.prefixes, c.verdict(key, in.Extra), key, in)
+}
+
+// renderWith renders in from a prefix remembered in pc when it can, else
+// in full, remembering the result for the next turn.
+func (c *ChatTemplate) renderWith(pc *prefixCache, v *appendOnly, key string, in *ChatInput) (string, error) {
+	out, _, err := c.renderTurn(pc, v, key, in)
+	return out, err
+}
+
+// renderTurn is renderWith, saying whether it rendered incrementally.
+func (c *ChatTemplate) renderTurn(pc *prefixCache, v *appendOnly, key string, in *ChatInput) (string, bool, error) {
+	t := c.newTurn(pc, v, key, in)
+	if t != nil {
+		if out, ok := t.render(); ok {
+			return out, true, nil
+		}
+	}
+	out, err := c.renderFull(in)
+	if err == nil && t != nil {
+		t.remember(out)
+	}
+	return out, false, err
+}
+
+// renderFull renders the whole conversation.
+func (c *ChatTemplate) renderFull(in *ChatInput) (string, error) {
 	data := map[string]jinja.Value{
 		"bos_token":             jinja.NewString(c.bos),
 		"eos_token":             jinja.NewString(c.eos),
@@ -108,6 +145,9 @@ func (c *ChatTemplate) Render(in *ChatInput) (string, error) {
 // jsonValue converts JSON to a template value, keeping object key order and
 // integer-ness of numbers.
 func jsonValue(raw json.RawMessage) (jinja.Value, error) {
+	if v, err := fastJSONValue(raw); err == nil {
+		return v, nil
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	v, err := decodeValue(d, 0)

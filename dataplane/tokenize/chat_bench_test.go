@@ -1,0 +1,132 @@
+package tokenize
+
+import (
+	"encoding/json"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/kvstore"
+)
+
+// BenchmarkChatTurn20 renders and tokenizes turn 20 of a conversation
+// whose turn 19 was served before, its messages compact as the gateway
+// passes them: incrementally with the segment cache (the product), in
+// full without caches, the render alone both ways, and end to end as far
+// as the router's index (render, tokenize, hash the blocks, match them
+// against 8 engines, one holding turn 19's blocks).
+//
+// Each reports cpu-ns/op besides ns/op: the process's CPU time (user and
+// system, all threads, the collector's too) over the loop, which a busy
+// shared machine inflates far less than wall time.
+func BenchmarkChatTurn20(b *testing.B) {
+	tok := builtin(b)
+	var cases []map[string]json.RawMessage
+	readJSON(b, "testdata/chat_cases.json", &cases)
+	in := chatInputOf(b, cases[len(cases)-1])
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(in.Messages, &msgs); err != nil {
+		b.Fatal(err)
+	}
+	in.Messages, _ = json.Marshal(msgs)
+	prev := *in
+	prev.Messages, _ = json.Marshal(msgs[:len(msgs)-2]) // turn 19 and before
+	prevIDs, _, err := tok.EncodeChat(nil, &prev)       // the earlier turn was served
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("segment-cache", func(b *testing.B) {
+		b.ReportAllocs()
+		var dst []uint32
+		cpu := startCPU()
+		for b.Loop() {
+			dst, _, _ = tok.EncodeChat(dst[:0], in)
+		}
+		cpu.report(b)
+		b.ReportMetric(float64(len(dst)), "tokens")
+	})
+	b.Run("no-cache", func(b *testing.B) {
+		b.ReportAllocs()
+		var dst []uint32
+		cpu := startCPU()
+		for b.Loop() {
+			text, err := tok.Chat().renderFull(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst = tok.encodeUncached(text)
+		}
+		cpu.report(b)
+		b.ReportMetric(float64(len(dst)), "tokens")
+	})
+	b.Run("render-only", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := tok.Chat().renderFull(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b)
+	})
+	b.Run("render-incremental", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := tok.Chat().Render(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b)
+	})
+	b.Run("end-to-end", func(b *testing.B) {
+		hasher, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 16, Seed: 1, Model: "Qwen/Qwen3-8B"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix := kvstore.New(kvstore.DefaultOptions())
+		var cands []kvstore.Slot
+		for i := range 8 {
+			slots, err := ix.AddEngine(kvstore.EngineConfig{ID: string(rune('a' + i)), Ranks: 1, Capacity: [kvstore.NumTiers]uint64{1 << 20}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cands = append(cands, slots...)
+		}
+		held, _ := hasher.Hash(nil, prevIDs, nil)
+		if err := ix.Apply(cands[3], []kvstore.Event{{Kind: kvstore.Stored, Hashes: held}}); err != nil {
+			b.Fatal(err)
+		}
+		out := make([]kvstore.Match, len(cands))
+		var dst []uint32
+		var hashes []uint64
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			dst, _, _ = tok.EncodeChat(dst[:0], in)
+			hashes, _ = hasher.Hash(hashes[:0], dst, nil)
+			ix.Match(hashes, cands, out)
+		}
+		cpu.report(b)
+		if int(out[3].Blocks[0]) != len(held) {
+			b.Fatalf("engine 3 matched %d blocks of %d", out[3].Blocks[0], len(held))
+		}
+		b.ReportMetric(float64(len(dst)), "tokens")
+	})
+}
+
+// cpuClock is the process's CPU time at the start of a benchmark loop.
+type cpuClock time.Duration
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU() cpuClock { return cpuClock(processCPU()) }
+
+// report adds cpu-ns/op, the CPU time since the start over b.N.
+func (c cpuClock) report(b *testing.B) {
+	b.ReportMetric(float64(processCPU()-time.Duration(c))/float64(b.N), "cpu-ns/op")
+}

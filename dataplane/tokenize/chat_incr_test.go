@@ -1,0 +1,201 @@
+package tokenize
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// chatTemplates are the templates of the incremental tests: Qwen3's, the
+// Llama 2 / Mistral / Gemma family templates, and two that are not
+// append-only, which must be found out by their probes.
+func chatTemplates(t *testing.T) (map[string]*ChatTemplate, map[string]appendOnly) {
+	t.Helper()
+	out := map[string]*ChatTemplate{"qwen3": builtin(t).Chat()}
+	// What each template's text says: Mistral v0.1 and Gemma 2 refuse a
+	// system message; Mistral v0.3 places tools before the last user
+	// message, but there are no tools here.
+	want := map[string]appendOnly{"qwen3": {ok: true, system: true}, "gemma3": {ok: true, system: true},
+		"llama-2-chat": {ok: true, system: true}, "mistral-v0.1-instruct": {ok: true},
+		"mistral-v0.3-instruct-tools": {ok: true, system: true}, "gemma-2-it": {ok: true},
+		"numbered": {}, "system-last": {ok: true}}
+	seen := map[string]bool{}
+	for _, dir := range []string{"llama2", "gemma3"} {
+		tok, err := LoadDir(filepath.Join("testdata", "families", dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.Chat() != nil {
+			out[dir] = tok.Chat()
+		}
+		var cases []map[string]json.RawMessage
+		readJSON(t, "testdata/family_chat_cases.json", &cases)
+		for _, c := range cases {
+			var name, family, tmpl string
+			_ = json.Unmarshal(c["name"], &name)
+			_ = json.Unmarshal(c["family"], &family)
+			_ = json.Unmarshal(c["template"], &tmpl)
+			if family != dir || tmpl == "config" || seen[tmpl] {
+				continue
+			}
+			seen[tmpl] = true
+			ct, err := NewChatTemplate(tmpl, tok.Config.BOS, tok.Config.EOS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = ct
+		}
+	}
+	for name, src := range map[string]string{
+		// Numbers turns out of the total: every turn renumbers the others.
+		"numbered": `{% for m in messages %}[{{ loop.index }}/{{ messages|length }}] {{ m.role }}: {{ m.content }}
+{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}`,
+		// Puts the system prompt before the last user message, as some
+		// Mistral templates do.
+		"system-last": `{% if messages[0].role == 'system' %}{% set sys = messages[0].content %}{% set msgs = messages[1:] %}{% else %}{% set sys = '' %}{% set msgs = messages %}{% endif %}` +
+			`{% for m in msgs %}{% if m.role == 'user' %}[INST] {% if loop.last and sys %}{{ sys }}\n\n{% endif %}{{ m.content }} [/INST]{% else %}{{ m.content }}</s>{% endif %}{% endfor %}`,
+	} {
+		ct, err := NewChatTemplate(src, "<s>", "</s>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = ct
+	}
+	if len(out) != len(want) {
+		t.Fatalf("%d templates, %d expectations", len(out), len(want))
+	}
+	return out, want
+}
+
+// randomConversation is a plain conversation of turns user turns.
+func randomConversation(r *rand.Rand, turns int, system bool) []plainMessage {
+	words := []string{"hello", "router", "  ", "\n", "<think>", "</think>", "[INST]", "<|im_end|>", "日本", "\"q\"", "{{ x }}", "tool", "cache"}
+	text := func() string {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(words[r.IntN(len(words))])
+			b.WriteByte(' ')
+		}
+		return b.String()
+	}
+	var m []plainMessage
+	if system {
+		m = append(m, plainMessage{"system", text()})
+	}
+	for i := range turns {
+		if i > 0 {
+			m = append(m, plainMessage{"assistant", text()})
+		}
+		m = append(m, plainMessage{"user", text()})
+	}
+	return m
+}
+
+// TestChatIncrementalEqualsFull feeds random conversations to each
+// template turn by turn, skipping turns, going back to regenerate and
+// repeating them, and checks every rendering against a full one; the
+// templates known to be append-only must be found so by their probes, the
+// others not.
+func TestChatIncrementalEqualsFull(t *testing.T) {
+	templates, wantAppendOnly := chatTemplates(t)
+	for name, ct := range templates {
+		t.Run(name, func(t *testing.T) {
+			v := ct.verdict("", nil)
+			if w := wantAppendOnly[name]; v.ok != w.ok || v.system != w.system {
+				t.Fatalf("append-only %v, with a system message %v; want %v, %v", v.ok, v.system, w.ok, w.system)
+			}
+			r := rand.New(rand.NewPCG(1, uint64(len(name))))
+			for conv := range 40 {
+				m := randomConversation(r, 1+r.IntN(12), conv%2 == 0)
+				head := 1
+				if m[0].Role == "system" {
+					head = 2
+				}
+				for n := head; n <= len(m); n += 2 * (1 + r.IntN(2)) {
+					in := probeInput(m[:n], true, nil)
+					if r.IntN(5) == 0 { // a regenerated turn: the same prefix, another last message
+						alt := append([]plainMessage(nil), m[:n]...)
+						alt[n-1].Content += " again"
+						checkRender(t, ct, probeInput(alt, true, nil))
+					}
+					checkRender(t, ct, in)
+					checkRender(t, ct, in) // the same turn again
+				}
+			}
+		})
+	}
+}
+
+func checkRender(t *testing.T, ct *ChatTemplate, in *ChatInput) {
+	t.Helper()
+	got, gotErr := ct.Render(in)
+	want, wantErr := ct.renderFull(in)
+	if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("messages %s\n got %q (%v)\nwant %q (%v)", in.Messages, got, gotErr, want, wantErr)
+	}
+}
+
+// TestChatIncrementalTakesThePath checks that turn 20 of the 20-turn case
+// renders incrementally once turn 19 was rendered, that every chat case
+// (tools, tool calls, reasoning: not plain) renders as in full, and that
+// the generation prompt and template variables key what is reused.
+func TestChatIncrementalTakesThePath(t *testing.T) {
+	q := builtin(t).Chat()
+	ct, err := NewChatTemplate(q.source, q.bos, q.eos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []map[string]json.RawMessage
+	readJSON(t, "testdata/chat_cases.json", &cases)
+	for _, c := range cases {
+		checkRender(t, ct, chatInputOf(t, c))
+	}
+	in := chatInputOf(t, cases[len(cases)-1])
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(in.Messages, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	prev := *in
+	prev.Messages, _ = json.Marshal(msgs[:len(msgs)-2])
+	in.Messages, _ = json.Marshal(msgs) // compact, as the gateway's are
+	checkRender(t, ct, &prev)
+	thinking := map[string]json.RawMessage{"enable_thinking": json.RawMessage("false")}
+	for _, extra := range []map[string]json.RawMessage{nil, thinking} {
+		in.Extra = extra
+		tu := ct.newTurn(ct.prefixes, ct.verdict(extraKey(extra), extra), extraKey(extra), in)
+		if tu == nil {
+			t.Fatal("turn 20 is not a plain conversation")
+		}
+		out, ok := tu.render()
+		if ok != (extra == nil) {
+			t.Fatalf("incremental %v with variables %v (turn 19 was rendered without)", ok, extra)
+		}
+		if want, _ := ct.renderFull(in); ok && out != want {
+			t.Fatalf("turn 20 differs\n got %q\nwant %q", out, want)
+		}
+		checkRender(t, ct, in)
+	}
+	if n, size := ct.prefixes.len(); n == 0 || size > prefixCacheMaxBytes {
+		t.Fatalf("%d prefixes in %d bytes", n, size)
+	}
+}
+
+// TestPrefixCacheBounded fills a small cache past its bound.
+func TestPrefixCacheBounded(t *testing.T) {
+	pc := newPrefixCache(64 << 10)
+	for i := range 1000 {
+		raw := []byte(fmt.Sprintf(`[{"role":"user","content":"%d"},{"role":"assistant","content":"%s"}`, i%7, strings.Repeat("x", i)))
+		pc.put(&chatPrefix{raw: raw, headEnd: strings.IndexByte(string(raw), ','), text: string(raw)})
+		if _, size := pc.len(); size > 64<<10 {
+			t.Fatalf("%d bytes after %d puts", size, i+1)
+		}
+	}
+	for _, b := range pc.buckets {
+		if len(b) > prefixBucketMax {
+			t.Fatalf("a bucket of %d", len(b))
+		}
+	}
+}

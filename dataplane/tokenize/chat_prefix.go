@@ -1,0 +1,137 @@
+package tokenize
+
+import (
+	"bytes"
+	"container/list"
+	"sync"
+
+	"github.com/zeebo/xxh3"
+)
+
+// chatPrefix is a conversation's rendering, remembered for its next turn.
+type chatPrefix struct {
+	extra string // the template variables it was rendered with
+	// raw is the messages array from its '[' to the end of its last
+	// message; a later turn's array starts with these bytes and then,
+	// after whitespace, a ','.
+	raw []byte
+	// headEnd is the offset in raw just past the head messages.
+	headEnd int
+	// text is the rendering without the generation prompt.
+	text string
+	// head is the rendering of the head messages alone, once known.
+	head      string
+	headKnown bool
+
+	key uint64
+	el  *list.Element
+}
+
+func (p *chatPrefix) size() int { return len(p.raw) + len(p.text) + len(p.head) + 128 }
+
+// prefixCache holds recent conversation renderings, bounded in bytes,
+// least recently used first out. Prefixes that share their head (and
+// variables) share a bucket, and a lookup compares bytes, never hashes
+// alone: a collision costs a comparison, not a wrong prompt.
+type prefixCache struct {
+	mu      sync.Mutex
+	max     int
+	bytes   int
+	lru     list.List // of *chatPrefix, most recent at the front
+	buckets map[uint64][]*chatPrefix
+}
+
+const (
+	// prefixCacheMaxBytes bounds the renderings a template keeps.
+	prefixCacheMaxBytes = 32 << 20
+	// prefixBucketMax bounds the prefixes that share one head, so a
+	// popular system prompt and first message cannot make lookups long.
+	prefixBucketMax = 16
+)
+
+func newPrefixCache(max int) *prefixCache {
+	return &prefixCache{max: max, buckets: make(map[uint64][]*chatPrefix)}
+}
+
+func bucketKey(extra string, head []byte) uint64 {
+	h := xxh3.New()
+	_, _ = h.WriteString(extra)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(head)
+	return h.Sum64()
+}
+
+// longest returns the longest remembered prefix of raw, a messages array
+// whose head ends at headEnd, that raw continues with a ','.
+func (c *prefixCache) longest(extra string, raw []byte, headEnd int) *chatPrefix {
+	key := bucketKey(extra, raw[:headEnd])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var best *chatPrefix
+	for _, p := range c.buckets[key] {
+		n := len(p.raw)
+		if p.headEnd != headEnd || n >= len(raw) || (best != nil && n <= len(best.raw)) {
+			continue
+		}
+		if _, comma := commaAt(raw, n); !comma {
+			continue
+		}
+		if p.extra == extra && bytes.Equal(p.raw, raw[:n]) {
+			best = p
+		}
+	}
+	if best != nil {
+		c.lru.MoveToFront(best.el)
+	}
+	return best
+}
+
+// put remembers p, replacing a prefix of the same bytes.
+func (c *prefixCache) put(p *chatPrefix) {
+	if p.size() > c.max/4 {
+		return
+	}
+	p.key = bucketKey(p.extra, p.raw[:p.headEnd])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.buckets[p.key]
+	for _, old := range b {
+		if old.extra == p.extra && bytes.Equal(old.raw, p.raw) {
+			c.drop(old)
+			break
+		}
+	}
+	if b = c.buckets[p.key]; len(b) >= prefixBucketMax {
+		c.drop(b[0]) // the bucket's oldest
+	}
+	p.el = c.lru.PushFront(p)
+	c.buckets[p.key] = append(c.buckets[p.key], p)
+	c.bytes += p.size()
+	for c.bytes > c.max {
+		c.drop(c.lru.Back().Value.(*chatPrefix))
+	}
+}
+
+func (c *prefixCache) drop(p *chatPrefix) {
+	c.lru.Remove(p.el)
+	c.bytes -= p.size()
+	b := c.buckets[p.key]
+	for i, q := range b {
+		if q == p {
+			b = append(b[:i], b[i+1:]...)
+			break
+		}
+	}
+	if len(b) == 0 {
+		delete(c.buckets, p.key)
+	} else {
+		c.buckets[p.key] = b
+	}
+}
+
+// len reports the prefixes held and their bytes.
+func (c *prefixCache) len() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len(), c.bytes
+}

@@ -1,0 +1,175 @@
+package tokenize
+
+import "errors"
+
+// errNotPlain is why a conversation leaves the incremental render: it is
+// not one of the shapes the template's probes proved append-only.
+var errNotPlain = errors.New("tokenize: not a plain conversation")
+
+// nextElement finds the end of the JSON array element that starts at
+// raw[from:] (just past the '[' or a ','): end is the offset of the ','
+// or ']' that follows it, more whether that is a ','. ok is false when raw
+// is not a well-formed array at the level of brackets and strings (the
+// JSON decoder checks the rest) or the element is empty.
+func nextElement(raw []byte, from int) (end int, more, ok bool) {
+	depth, inString, escaped, started := 0, false, false, false
+	for i := from; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			inString, started = true, true
+		case '{', '[':
+			depth++
+			started = true
+		case '}', ']':
+			if depth > 0 {
+				depth--
+				continue
+			}
+			return i, false, c == ']' && started
+		case ',':
+			if depth == 0 {
+				return i, true, started
+			}
+		default:
+			started = true
+		}
+	}
+	return 0, false, false
+}
+
+// trimElement returns raw[start:end] without surrounding whitespace.
+func trimElement(raw []byte, start, end int) []byte {
+	for start < end && isJSONSpace(raw[start]) {
+		start++
+	}
+	for end > start && isJSONSpace(raw[end-1]) {
+		end--
+	}
+	return raw[start:end]
+}
+
+// commaAt returns the offset of the ',' that raw[i:] starts with after
+// whitespace, if it does.
+func commaAt(raw []byte, i int) (int, bool) {
+	for i < len(raw) && isJSONSpace(raw[i]) {
+		i++
+	}
+	return i, i < len(raw) && raw[i] == ','
+}
+
+// endOf returns end moved back over whitespace.
+func endOf(raw []byte, end int) int {
+	for end > 0 && isJSONSpace(raw[end-1]) {
+		end--
+	}
+	return end
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// plainMessage is a message of a plain conversation: a role and a string
+// content, nothing else.
+type plainMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// plainRole returns the role of a plain message: an object of exactly the
+// keys "role" and "content" (unescaped, once each), content a string and
+// role system, user or assistant, unescaped. It reads the bytes in one
+// pass and checks no more than that: the template's decoder reads the
+// message whole.
+func plainRole(raw []byte) (string, error) {
+	i, role, seen := 0, "", 0
+	skip := func() {
+		for i < len(raw) && isJSONSpace(raw[i]) {
+			i++
+		}
+	}
+	str := func() ([]byte, bool, bool) { // the string at raw[i], whether it is plain
+		if i >= len(raw) || raw[i] != '"' {
+			return nil, false, false
+		}
+		start, plain := i+1, true
+		for i++; i < len(raw); i++ {
+			switch raw[i] {
+			case '"':
+				i++
+				return raw[start : i-1], plain, true
+			case '\\':
+				plain = false
+				i++
+			}
+		}
+		return nil, false, false
+	}
+	skip()
+	if i >= len(raw) || raw[i] != '{' {
+		return "", errNotPlain
+	}
+	i++
+	for pair := range 2 {
+		skip()
+		key, plain, ok := str()
+		if !ok || !plain {
+			return "", errNotPlain
+		}
+		skip()
+		if i >= len(raw) || raw[i] != ':' {
+			return "", errNotPlain
+		}
+		i++
+		skip()
+		val, valPlain, ok := str()
+		if !ok {
+			return "", errNotPlain
+		}
+		switch string(key) {
+		case "role":
+			if !valPlain || seen&1 != 0 {
+				return "", errNotPlain
+			}
+			role, seen = string(val), seen|1
+		case "content":
+			if seen&2 != 0 {
+				return "", errNotPlain
+			}
+			seen |= 2
+		default:
+			return "", errNotPlain
+		}
+		skip()
+		if pair == 0 {
+			if i >= len(raw) || raw[i] != ',' {
+				return "", errNotPlain
+			}
+			i++
+		}
+	}
+	skip()
+	if seen != 3 || i >= len(raw) || raw[i] != '}' {
+		return "", errNotPlain
+	}
+	i++
+	if skip(); i != len(raw) {
+		return "", errNotPlain
+	}
+	switch role {
+	case "system", "user", "assistant":
+		return role, nil
+	}
+	return "", errNotPlain
+}
