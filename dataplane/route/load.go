@@ -28,7 +28,7 @@ type engineLoad struct {
 // under mu, with the change: ReadLoad's mark must see both or neither.
 func (r *Router) broadcast(e *engine.Engine, delta syncring.Load) {
 	if r.fleet != nil {
-		r.fleet.Reserve(r.pos[e], delta)
+		r.fleet.Reserve(e.Pos(), delta)
 	}
 }
 
@@ -41,8 +41,8 @@ func (r *Router) SetFleet(f Fleet) { r.fleet = f }
 func (r *Router) ReadLoad(dst []syncring.Load, mark func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, e := range r.pool.Engines() {
-		if i < len(dst) {
+	for _, e := range r.pool.Engines() {
+		if i := e.Pos(); i < len(dst) {
 			dst[i] = r.loadOf(e).Load
 		}
 	}
@@ -54,7 +54,7 @@ func (r *Router) PeerLoad(e *engine.Engine) syncring.Load {
 	if r.fleet == nil {
 		return syncring.Load{}
 	}
-	if v, i := r.fleet.PeerLoad(), r.pos[e]; i < len(v) {
+	if v, i := r.fleet.PeerLoad(), e.Pos(); i < len(v) {
 		return v[i]
 	}
 	return syncring.Load{}

@@ -54,16 +54,12 @@ type Router struct {
 	aslots   sync.Map       // *engine.Engine -> []kvstore.Slot (per rank) in approx
 	mu       sync.Mutex     // guards inflight
 	inflight map[*engine.Engine]*engineLoad
-	fleet    Fleet                  // other replicas' load; nil when alone
-	pos      map[*engine.Engine]int // engine -> index in the pool (and the fleet's vectors)
+	fleet    Fleet // other replicas' load; nil when alone
 }
 
 // New returns a router.
 func New(pool *engine.Pool, policy Policy, w Weights) *Router {
-	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*engineLoad), pos: map[*engine.Engine]int{}}
-	for i, e := range pool.Engines() {
-		r.pos[e] = i
-	}
+	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*engineLoad)}
 	if policy == PolicyApproxPrefix {
 		r.approx = kvstore.New(kvstore.Options{})
 	}

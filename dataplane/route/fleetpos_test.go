@@ -1,0 +1,62 @@
+package route
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/syncring"
+)
+
+// TestFleetFollowsPoolPositions: an engine added to the pool after the
+// router was made is broadcast, read and looked up at its own position
+// (engine.Engine.Pos), the one the ring's vectors use for it.
+func TestFleetFollowsPoolPositions(t *testing.T) {
+	pool := simPool(t, 2)
+	f := &fakeFleet{peers: make([]syncring.Load, 3), reserved: map[int]int64{}}
+	f.peers[2] = syncring.Load{Requests: 7}
+	r := New(pool, PolicyKV, DefaultWeights())
+	r.SetFleet(f)
+	cfg := sim.DefaultConfig()
+	cfg.ID, cfg.Rank.Profile = "sim-late", sim.ZeroProfile
+	s, err := sim.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Close)
+	late, err := pool.Add(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pool.WaitReady(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range pool.Engines()[:2] {
+		if _, err := pool.Drain(e.Addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := r.Route(&Request{Model: "kvgate/sim", Tokens: make([]uint32, 64)})
+	if err != nil || d.Engine != late || late.Pos() != 2 {
+		t.Fatalf("routed %v to %v (pos %d)", err, d, late.Pos())
+	}
+	if f.reserved[2] != 64 {
+		t.Fatalf("broadcast %v, want 64 prefill tokens at position 2", f.reserved)
+	}
+	own := make([]syncring.Load, 3)
+	r.ReadLoad(own, func() {})
+	if own[2].Requests != 1 {
+		t.Fatalf("ReadLoad %+v, want the request at position 2", own)
+	}
+	if got := r.PeerLoad(late); got.Requests != 7 {
+		t.Fatalf("PeerLoad of the late engine %+v, want position 2's", got)
+	}
+	fmt.Println("ok")
+}
