@@ -21,7 +21,10 @@ type Event struct {
 	Finish           wire.FinishReason
 	PromptTokens     uint32
 	CompletionTokens uint32
-	Err              error
+	// Logprobs are Tokens' logprobs, one entry each, when the GENERATE
+	// asked for them (wire.FeatureSampling); nil otherwise.
+	Logprobs []wire.LogprobEntry
+	Err      error
 }
 
 // Stream is one request on an engine connection. The engine's read loop
@@ -67,6 +70,7 @@ func (s *Stream) push(ev Event) {
 		last := &s.queue[n-1]
 		if !last.Last && last.Err == nil {
 			last.Tokens = append(last.Tokens, ev.Tokens...)
+			last.Logprobs = append(last.Logprobs, ev.Logprobs...)
 			s.mu.Unlock()
 			return
 		}
@@ -135,6 +139,9 @@ func (s *Stream) Engine() *Engine { return s.e }
 func (e *Engine) deliverTokens(id uint32, m *wire.TokensMsg) {
 	ev := Event{Tokens: m.Tokens.AppendTo(nil), First: m.First(), Cached: m.CachedTokens, Last: m.Last(),
 		Finish: m.Finish, PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens}
+	if m.Flags&wire.TokLogprobs != 0 {
+		ev.Logprobs = m.Logprobs.Entries()
+	}
 	e.deliver(id, ev)
 }
 
