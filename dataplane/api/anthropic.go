@@ -22,11 +22,15 @@ func DecodeMessages(body []byte, check ModelCheck) (*Request, *Error) {
 		} `json:"metadata"`
 		Tools      json.RawMessage `json:"tools"`
 		ToolChoice json.RawMessage `json:"tool_choice"`
-		Thinking   *struct {
+		foreignFields
+		Thinking *struct {
 			Type string `json:"type"`
 		} `json:"thinking"`
 	}
 	if e := decodeJSON(body, &b); e != nil {
+		return nil, e
+	}
+	if e := b.foreignFields.refuse("the Messages API"); e != nil {
 		return nil, e
 	}
 	if b.Model != "" && check != nil {

@@ -18,8 +18,15 @@ type OpenAIEncoder struct {
 	// IncludeUsage adds the usage chunk at the end of a stream
 	// (stream_options.include_usage).
 	IncludeUsage bool
-	all          Collect
-	calls        int
+	// Logprobs returns each choice's logprobs (given with AddLogprobs)
+	// instead of null.
+	Logprobs bool
+	// Echo (completions) is the prompt, sent before the output.
+	Echo       string
+	all        Collect
+	calls      int
+	pending    []TokenLogprob
+	textOffset int
 }
 
 func (o *OpenAIEncoder) object() string {
@@ -37,6 +44,10 @@ func (o *OpenAIEncoder) Streaming() bool { return o.Stream }
 
 // Open implements Encoder: a chat stream starts with the assistant role.
 func (o *OpenAIEncoder) Open(dst []byte) []byte {
+	if o.Stream && !o.Chat && o.Echo != "" {
+		o.textOffset = len(o.Echo)
+		return o.event(dst, map[string]any{"index": 0, "text": o.Echo, "logprobs": nil, "finish_reason": nil}, nil)
+	}
 	if !o.Stream || !o.Chat {
 		return dst
 	}
@@ -49,7 +60,7 @@ func (o *OpenAIEncoder) callID(i int) string { return "call_" + o.ID + "_" + str
 
 func (o *OpenAIEncoder) choice(p Piece, finish any) map[string]any {
 	if !o.Chat {
-		return map[string]any{"index": 0, "text": p.Text, "logprobs": nil, "finish_reason": finish}
+		return map[string]any{"index": 0, "text": p.Text, "logprobs": o.takeLogprobs(), "finish_reason": finish}
 	}
 	delta := map[string]any{}
 	switch {
@@ -63,7 +74,7 @@ func (o *OpenAIEncoder) choice(p Piece, finish any) map[string]any {
 	case p.Text != "":
 		delta["content"] = p.Text
 	}
-	return map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}
+	return map[string]any{"index": 0, "delta": delta, "logprobs": o.takeLogprobs(), "finish_reason": finish}
 }
 
 func (o *OpenAIEncoder) event(dst []byte, choice map[string]any, u *Usage) []byte {
@@ -137,9 +148,12 @@ func (o *OpenAIEncoder) message() map[string]any {
 func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
 	reason := o.finishReason(e.Finish)
 	if !o.Stream {
-		choice := map[string]any{"index": 0, "text": string(o.all.Text), "logprobs": nil, "finish_reason": reason}
+		o.textOffset = len(o.Echo)
+		choice := map[string]any{"index": 0, "logprobs": o.takeLogprobs(), "finish_reason": reason}
 		if o.Chat {
-			choice = map[string]any{"index": 0, "message": o.message(), "logprobs": nil, "finish_reason": reason}
+			choice["message"] = o.message()
+		} else {
+			choice["text"] = o.Echo + string(o.all.Text)
 		}
 		if e.StopSequence != "" {
 			choice["stop_reason"] = e.StopSequence // vLLM's field

@@ -18,6 +18,8 @@ func DecodeCompletion(body []byte, check ModelCheck) (*Request, *Error) {
 	var b struct {
 		sampling
 		Prompt json.RawMessage `json:"prompt"`
+		Echo   bool            `json:"echo"`
+		Suffix *string         `json:"suffix"`
 	}
 	if e := decodeJSON(body, &b); e != nil {
 		return nil, e
@@ -29,6 +31,13 @@ func DecodeCompletion(body []byte, check ModelCheck) (*Request, *Error) {
 	if r.Prompt, e = decodePrompt(b.Prompt); e != nil {
 		return nil, e
 	}
+	if b.Suffix != nil && *b.Suffix != "" {
+		return nil, BadRequest("suffix", "suffix (insertion) is not supported")
+	}
+	if b.Echo && r.Extras.Logprobs {
+		return nil, BadRequest("echo", "echo with logprobs needs the prompt's logprobs, which engines do not return; ask for one or the other")
+	}
+	r.Echo = b.Echo
 	return r, nil
 }
 

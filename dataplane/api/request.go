@@ -73,6 +73,10 @@ type Request struct {
 	Guided []byte
 	// NoToolCalls is tool_choice none: the output is text, whatever it holds.
 	NoToolCalls bool
+	// Extras are the sampling and output options an engine must announce.
+	Extras Extras
+	// Echo (completions) returns the prompt before the output.
+	Echo bool
 	// Prompt is a completion's prompt.
 	Prompt Prompt
 	// Conversation is a chat's or a message's conversation.
@@ -123,6 +127,7 @@ type sampling struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User string `json:"user"`
+	extraFields
 }
 
 // decodeJSON parses a request body strictly enough to name the bad field.
@@ -136,7 +141,7 @@ func decodeJSON(body []byte, v any) *Error {
 		if errors.As(err, &te) {
 			// encoding/json names a field of an embedded struct by the
 			// struct's Go name too ("sampling.model"); clients know "model".
-			field := strings.TrimPrefix(te.Field, "sampling.")
+			field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "sampling."), "extraFields.")
 			return BadRequest(field, fmt.Sprintf("field %q must be %s", field, jsonType(te.Type)))
 		}
 		return BadRequest("", "malformed JSON: "+err.Error())
@@ -181,6 +186,10 @@ func (f *sampling) request(k Kind, defaultMax int64, check ModelCheck) (*Request
 		return nil, BadRequest("max_tokens", "max_tokens must be between 1 and 16777216")
 	}
 	r.MaxTokens = uint32(maxTokens)
+	var e *Error
+	if r.Extras, e = f.extras(k, r.MaxTokens); e != nil {
+		return nil, e
+	}
 	if f.Temperature != nil {
 		if *f.Temperature < 0 || *f.Temperature > 2 {
 			return nil, BadRequest("temperature", "temperature must be between 0 and 2")

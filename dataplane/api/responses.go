@@ -28,7 +28,8 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 		PreviousResponseID *string                    `json:"previous_response_id"`
 		Background         bool                       `json:"background"`
 		ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
-		Text               *struct {
+		foreignFields
+		Text *struct {
 			Format json.RawMessage `json:"format"`
 		} `json:"text"`
 		Reasoning *struct {
@@ -36,6 +37,9 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 		} `json:"reasoning"`
 	}
 	if e := decodeJSON(body, &b); e != nil {
+		return nil, e
+	}
+	if e := b.foreignFields.refuse("the Responses API here"); e != nil {
 		return nil, e
 	}
 	f := sampling{Model: b.Model, MaxTokens: b.MaxOutputTokens, Temperature: b.Temperature, TopP: b.TopP, Stream: b.Stream, User: b.User}
