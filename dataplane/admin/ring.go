@@ -7,7 +7,7 @@ import (
 )
 
 // RegisterRing adds the replica ring's metrics, read from its stats at
-// scrape time: this replica's epoch, members, rounds and bytes, and per
+// scrape time: this replica's epoch, members, engines (its own and those shared by every member), rounds and bytes, and per
 // peer its index similarity, load divergence and round figures.
 func RegisterRing(reg prometheus.Registerer, r *syncring.Ring) {
 	reg.MustRegister(&ringCollector{r: r})
@@ -22,6 +22,8 @@ func ringDesc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	descRingEpoch      = ringDesc("epoch", "Epochs this replica has been through (each membership change starts one).")
 	descRingMembers    = ringDesc("members", "Replicas in the ring, this one included.")
+	descRingEngines    = ringDesc("engines", "Engines this replica has (distinct keys).")
+	descRingShared     = ringDesc("shared_engines", "Engines the ring's vectors cover: those every member has.")
 	descRingRounds     = ringDesc("rounds_total", "All-reduce rounds by result.", "result")
 	descRingRoundSecs  = ringDesc("round_seconds", "Latency of the last completed round.")
 	descRingRoundBytes = ringDesc("round_bytes", "Bytes this replica sent in the last completed round.")
@@ -39,7 +41,7 @@ var (
 )
 
 func (c *ringCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRingEpoch, descRingMembers, descRingRounds, descRingRoundSecs, descRingRoundBytes,
+	for _, d := range []*prometheus.Desc{descRingEpoch, descRingMembers, descRingEngines, descRingShared, descRingRounds, descRingRoundSecs, descRingRoundBytes,
 		descRingBytes, descRingRefused, descRingIgnored, descRingDropped, descPeerMember, descPeerSimilarity, descPeerDivergence,
 		descPeerRoundSecs, descPeerRoundBytes, descPeerRounds, descPeerEpoch} {
 		ch <- d
@@ -56,6 +58,8 @@ func (c *ringCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descRingEpoch, float64(st.Epoch))
 	gauge(descRingMembers, float64(len(st.Members)))
+	gauge(descRingEngines, float64(st.Engines))
+	gauge(descRingShared, float64(st.SharedEngines))
 	counter(descRingRounds, st.RoundsDone, "done")
 	counter(descRingRounds, st.RoundsAbandoned, "abandoned")
 	gauge(descRingRoundSecs, float64(st.RoundMicros)/1e6)
