@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/api"
@@ -25,7 +26,10 @@ type Gateway struct {
 	Router  *route.Router
 	Pool    *engine.Pool
 	Log     *slog.Logger
+	// APIKeys are the keys a request must carry (none: no auth) until
+	// SetAPIKeys replaces them.
 	APIKeys map[string]bool
+	keys    atomic.Pointer[map[string]bool] // SetAPIKeys's keys; nil: APIKeys
 	// Retries bounds re-routing of a request whose engine failed before its
 	// first token.
 	Retries int
@@ -196,16 +200,25 @@ func (g *Gateway) ready() bool {
 	return len(models) > 0
 }
 
+// SetAPIKeys replaces the API keys while serving (a config reload): a
+// request checked after it returns is checked against keys only. Safe
+// for concurrent use; keys must not change after the call.
+func (g *Gateway) SetAPIKeys(keys map[string]bool) { g.keys.Store(&keys) }
+
 func (g *Gateway) authorized(r *httpx.Request) bool {
-	if len(g.APIKeys) == 0 {
+	keys := g.APIKeys
+	if p := g.keys.Load(); p != nil {
+		keys = *p
+	}
+	if len(keys) == 0 {
 		return true
 	}
-	if k := r.Header.Get("x-api-key"); k != "" && g.APIKeys[k] {
+	if k := r.Header.Get("x-api-key"); k != "" && keys[k] {
 		return true
 	}
 	// RFC 9110 11.1: the auth scheme is case-insensitive ("bearer" too).
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok && strings.EqualFold(scheme, "Bearer") && g.APIKeys[strings.TrimLeft(token, " ")]
+	return ok && strings.EqualFold(scheme, "Bearer") && keys[strings.TrimLeft(token, " ")]
 }
 
 func newRequestID() string {
