@@ -30,7 +30,12 @@ type Request struct {
 	stopTokens map[uint32]bool
 	script     []uint32 // the answer ToolCalls scripted (toolcall.go)
 	scripted   bool
-	arrival    uint64 // admission order, for preemption (newest first)
+	// outCount counts the first counted output tokens, promptSet holds the
+	// prompt's: the penalties' state (sampling.go), built when needed.
+	outCount  map[uint32]int
+	counted   int
+	promptSet map[uint32]struct{}
+	arrival   uint64 // admission order, for preemption (newest first)
 	// loading is how long until the blocks it loads from lower tiers are
 	// on the GPU; it is not computed before.
 	loading time.Duration
@@ -50,6 +55,8 @@ type Params struct {
 	Seed       uint64
 	HasSeed    bool
 	RequestID  string
+	// Sampling are the extras of GENERATE's sampling section; nil: none.
+	Sampling *Sampling
 }
 
 // NewRequest builds a request for prompt (copied).
@@ -83,6 +90,10 @@ type Output struct {
 	Finish           wire.FinishReason
 	PromptTokens     int
 	CompletionTokens int
+	// Logprob is Token's logprob entry, when HasLogprob (the request asked
+	// for logprobs).
+	Logprob    wire.LogprobEntry
+	HasLogprob bool
 }
 
 // keysOf takes the hash keys of a GENERATE (copied out of the frame).

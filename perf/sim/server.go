@@ -89,7 +89,8 @@ func (s *Server) handshake() wire.Handshake {
 	rc := &s.cfg.Rank
 	h := wire.Handshake{
 		Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: s.cfg.ID,
-		Features:  wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureMultimodal | wire.FeatureS2 | wire.FeatureZstd,
+		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureMultimodal | wire.FeatureS2 | wire.FeatureZstd |
+			wire.FeatureSampling,
 		BlockSize: uint32(rc.BlockSize), MaxBatchedTokens: uint32(rc.MaxBatchedTokens), HashSeed: rc.HashSeed,
 		DPRanks: uint16(s.cfg.DPRanks), Models: []string{rc.Model}, LoRAs: s.cfg.LoRAs,
 		Tiers: rc.Capacities(), TierCosts: rc.TierCosts(), MaxModelLen: uint32(rc.MaxModelLen),
@@ -117,7 +118,7 @@ func (b backend) Generate(k serve.Key, g *wire.Generate) error {
 	}
 	req := NewRequest(RequestKey(k), g.Prompt.AppendTo(nil), Params{
 		MaxTokens: int(g.MaxTokens), IgnoreEOS: g.Flags&wire.GenIgnoreEOS != 0, StopTokens: g.StopTokens.AppendTo(nil),
-		Seed: g.Seed, HasSeed: g.Flags&wire.GenHasSeed != 0, RequestID: string(g.RequestID),
+		Seed: g.Seed, HasSeed: g.Flags&wire.GenHasSeed != 0, RequestID: string(g.RequestID), Sampling: SamplingOf(g),
 	}, keysOf(g))
 	s.mu.Lock()
 	s.open[k] = r
@@ -216,6 +217,13 @@ func (s *Server) deliver(outs []Output) {
 		t := serve.Tokens{Key: serve.Key(o.Key)}
 		if o.HasToken {
 			t.Msg.Tokens = wire.TokensOf([]uint32{o.Token})
+		}
+		if o.HasLogprob {
+			// Exactly TopLogprobs alternatives each, as sample gives them.
+			if lps, err := wire.LogprobsOf(len(o.Logprob.Top), []wire.LogprobEntry{o.Logprob}); err == nil {
+				t.Msg.Flags |= wire.TokLogprobs
+				t.Msg.Logprobs = lps
+			}
 		}
 		if o.First {
 			t.Msg.Flags |= wire.TokFirst

@@ -217,13 +217,13 @@ func (c *Core) advance(r *Request, n int) (Output, bool) {
 	if r.computed < r.target {
 		return Output{}, false // a chunk of a longer prefill
 	}
-	tok, eos := c.nextOf(r)
+	tok, eos, lp, hasLP := c.sample(r)
 	r.tokens = append(r.tokens, tok)
 	r.generated++
 	c.stats.GeneratedTokens++
 	r.hashes, _ = c.hasher.Extend(r.hashes, r.tokens, &r.Keys)
 	r.target = len(r.tokens)
-	out := Output{Key: r.Key, Token: tok, HasToken: true, First: !r.started, Cached: r.cached}
+	out := Output{Key: r.Key, Token: tok, HasToken: true, First: !r.started, Cached: r.cached, Logprob: lp, HasLogprob: hasLP}
 	r.started = true
 	var reason wire.FinishReason
 	switch {
