@@ -28,6 +28,10 @@ type Config struct {
 	// snapshot requests (it does not claim FeatureSnapshot), like an
 	// engine whose cache routers cannot see.
 	NoKVEvents bool
+	// NoSampling makes the engine announce no wire.FeatureSampling, as an
+	// engine from before GENERATE's sampling section (tests of routing
+	// around it).
+	NoSampling bool
 	// Secret enables challenge-response authentication of routers.
 	Secret []byte
 	// DrainTimeout bounds how long Shutdown lets running requests finish.

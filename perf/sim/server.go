@@ -98,6 +98,9 @@ func (s *Server) handshake() wire.Handshake {
 	if s.cfg.NoKVEvents {
 		h.Features &^= wire.FeatureSnapshot
 	}
+	if s.cfg.NoSampling {
+		h.Features &^= wire.FeatureSampling
+	}
 	return h
 }
 
