@@ -85,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.http.MaxPendingWrite, "max-pending-write", c.http.MaxPendingWrite, "bytes buffered for a client before it is cut off for not reading a stream; whole responses leave at the client's pace")
 	fs.DurationVar(&c.http.WriteStallTimeout, "write-stall-timeout", c.http.WriteStallTimeout, "how long a client may read nothing of a whole response before it is cut off")
 	fs.IntVar(&c.http.SocketSendBuffer, "socket-send-buffer", 0, "SO_SNDBUF of client sockets in bytes (0: kernel autotuning)")
+	fs.IntVar(&c.http.MaxConns, "max-conns", c.http.MaxConns, "client connections held at once, idle or streaming (one more is answered 503); bounds streams in flight too")
 	fs.IntVar(&c.retries, "retries", 2, "re-routes of a request whose engine fails before the first token")
 	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "the model's context length in tokens, prompt plus max_tokens, as vLLM's --max-model-len (0: the tokenizer's model_max_length)")
 	fs.DurationVar(&c.firstTokenTimeout, "first-token-timeout", 5*time.Minute, "wait for a first token before answering 504")

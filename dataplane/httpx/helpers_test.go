@@ -84,3 +84,14 @@ func get(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: a\r\n\
 func post(path, body string) string {
 	return "POST " + path + " HTTP/1.1\r\nHost: a\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
+
+// checkFor polls cond until it holds or within passes, in the manner of
+// nats' checkFor.
+func checkFor(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(within); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("condition not met within %v", within)
+		}
+	}
+}

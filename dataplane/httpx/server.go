@@ -51,6 +51,10 @@ type Config struct {
 	// SocketSendBuffer sets SO_SNDBUF of client sockets (0: the kernel's
 	// autotuning). What the kernel buffers is invisible to MaxPendingWrite.
 	SocketSendBuffer int
+	// MaxConns bounds the client connections held at once: one past it
+	// is answered 503 and closed. Each holds one request in service at a
+	// time, so it bounds streams in flight too.
+	MaxConns int
 	// KeepRaw keeps each request's bytes as sent (Request.Raw), for
 	// handlers that forward requests unchanged.
 	KeepRaw bool
@@ -61,13 +65,13 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Addr: "127.0.0.1:8080", MaxHeaderBytes: 64 << 10, MaxBodyBytes: 32 << 20,
 		HeaderTimeout: 10 * time.Second, BodyTimeout: 5 * time.Minute, IdleTimeout: 120 * time.Second,
-		PipelineWindow: 64 << 10, MaxPendingWrite: 8 << 20, WriteStallTimeout: 30 * time.Second}
+		PipelineWindow: 64 << 10, MaxPendingWrite: 8 << 20, WriteStallTimeout: 30 * time.Second, MaxConns: 65536}
 }
 
 // Validate reports a limit that would leave the server unbounded.
 func (c *Config) Validate() error {
-	if c.MaxHeaderBytes <= 0 || c.MaxBodyBytes <= 0 || c.PipelineWindow <= 0 || c.MaxPendingWrite <= 0 {
-		return errors.New("httpx: header, body, pipeline window and pending-write limits must be positive")
+	if c.MaxHeaderBytes <= 0 || c.MaxBodyBytes <= 0 || c.PipelineWindow <= 0 || c.MaxPendingWrite <= 0 || c.MaxConns <= 0 {
+		return errors.New("httpx: header, body, pipeline window, pending-write and connection limits must be positive")
 	}
 	if c.HeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.IdleTimeout <= 0 || c.WriteStallTimeout <= 0 {
 		return errors.New("httpx: header, body, idle and write-stall timeouts must be positive")
@@ -97,7 +101,7 @@ func NewServer(cfg Config, h Handler) *Server {
 	}
 	def := DefaultConfig()
 	for _, f := range []struct{ v, d *int }{{&cfg.MaxHeaderBytes, &def.MaxHeaderBytes}, {&cfg.MaxBodyBytes, &def.MaxBodyBytes},
-		{&cfg.PipelineWindow, &def.PipelineWindow}, {&cfg.MaxPendingWrite, &def.MaxPendingWrite}} {
+		{&cfg.PipelineWindow, &def.PipelineWindow}, {&cfg.MaxPendingWrite, &def.MaxPendingWrite}, {&cfg.MaxConns, &def.MaxConns}} {
 		if *f.v <= 0 {
 			*f.v = *f.d
 		}
@@ -150,6 +154,13 @@ func (s *Server) Addr() string { return s.addr }
 // Booted is closed when the server accepts connections.
 func (s *Server) Booted() <-chan struct{} { return s.booted }
 
+// Conns returns the number of client connections held.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 // Active returns the number of requests being served.
 func (s *Server) Active() int64 { return s.active.Load() }
 
@@ -164,6 +175,13 @@ func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if s.closing.Load() {
 		return nil, gnet.Close
+	}
+	s.mu.Lock()
+	full := len(s.conns) >= s.cfg.MaxConns
+	s.mu.Unlock()
+	if full {
+		s.log.Warn("connection refused: at --max-conns", "remote", c.RemoteAddr().String(), "max", s.cfg.MaxConns)
+		return errorResponse(503, "too many connections"), gnet.Close
 	}
 	st := &connState{c: c, srv: s, gone: make(chan struct{}), remote: c.RemoteAddr().String(),
 		rd: reader{lim: limits{maxHeader: s.cfg.MaxHeaderBytes, maxBody: s.cfg.MaxBodyBytes}, keepRaw: s.cfg.KeepRaw}}
