@@ -92,7 +92,10 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		return nil, fmt.Errorf("HTTP server: %w", err)
 	}
 	d.admin = admin.NewServer(reg)
-	d.admin.HandleJSON("/debug/state", func() any { return admin.Snapshot(d.pool, router, index, d.ring, httpPool) })
+	state := func() *admin.State { return admin.Snapshot(d.pool, router, index, d.ring, httpPool) }
+	d.admin.HandleJSON("/debug/state", func() any { return state() })
+	history := admin.NewHistory(statusSamples)
+	d.admin.MountStatus(state, history, statusEvery)
 	d.admin.MountEngines(d.disc, c.discovery.token)
 	if err := d.admin.Listen(c.adminListen); err != nil {
 		d.close()
@@ -101,6 +104,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
 	go index.Maintain(ctx)
+	go history.Record(ctx, statusEvery, state)
 	if c.simEngines > 0 {
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer wcancel()
@@ -116,6 +120,13 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		"policy", string(c.policy), "tokenizer", tokName)
 	return d, nil
 }
+
+// The status page's history: a sample every statusEvery, the last ten
+// minutes kept.
+const (
+	statusEvery   = 2 * time.Second
+	statusSamples = 300
+)
 
 // startSims runs the embedded default's engines on loopback: real TCP, the
 // real wire protocol, serving the built-in tokenizer's model name.
