@@ -38,6 +38,7 @@ type gwOptions struct {
 	maxModelLen, simLen, simBlocks int
 	realTime                       bool // the engines take their default profile's time, not none
 	tools                          bool // the engines answer prompts with tools with tool calls
+	noSampling                     bool // the engines announce no wire.FeatureSampling
 }
 
 // testGateway is a running test gateway.
@@ -65,6 +66,7 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 	if o.simBlocks > 0 {
 		cfg.Rank.GPUBlocks = o.simBlocks
 	}
+	cfg.NoSampling = o.noSampling
 	if o.tools {
 		cfg.Rank.Tools = sim.NewToolCalls(func(s string) []uint32 { return tok.Encode(nil, s, false) },
 			func(ids []uint32) string { return tok.DecodeString(ids, false) })

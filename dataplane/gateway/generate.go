@@ -45,6 +45,9 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 		e = checkFields(req)
 	}
 	if e == nil {
+		e = g.checkExtras(req)
+	}
+	if e == nil {
 		tokens, prompt, e = g.promptTokens(req)
 	}
 	if e == nil {
@@ -70,10 +73,22 @@ func (g *Gateway) encoder(req *genRequest) api.Encoder {
 			PromptTokens: uint32(len(req.tokens))}
 	case api.Chat:
 		return &api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
-			Stream: req.Stream, IncludeUsage: req.IncludeUsage}
+			Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs}
 	}
 	return &api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
-		Stream: req.Stream, IncludeUsage: req.IncludeUsage}
+		Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs, Echo: g.echo(req)}
+}
+
+// echo is a completion's prompt text when the client asked for it back:
+// the prompt it sent, or the text of the token ids it sent.
+func (g *Gateway) echo(req *genRequest) string {
+	switch {
+	case !req.Echo:
+		return ""
+	case req.Prompt.IsIDs:
+		return g.Tok.DecodeString(req.tokens, false)
+	}
+	return req.Prompt.Text
 }
 
 // checkModel refuses a model no engine serves: 404, or 503 while some

@@ -59,7 +59,7 @@ func checkFields(req *api.Request) *api.Error {
 	}
 	// GENERATE carries these in one frame; the prompt's share is bounded
 	// by the prompt limit, the structured-output constraint only here.
-	if n := len(req.Guided); n > wire.DefaultMaxFrameSize-4*wire.DefaultMaxTokens-4*wire.DefaultMaxStopTokens-1024 {
+	if n := len(req.Guided); n > wire.DefaultMaxFrameSize-4*wire.DefaultMaxTokens-4*wire.DefaultMaxStopTokens-8*wire.DefaultMaxListItems-1024 {
 		return api.BadRequest("response_format", fmt.Sprintf("the structured-output constraint is %d bytes, too large to send to an engine", n))
 	}
 	return nil

@@ -33,6 +33,7 @@ func (req *genRequest) generate() *wire.Generate {
 	if req.IgnoreEOS {
 		gen.Flags |= wire.GenIgnoreEOS
 	}
+	req.addSampling(gen)
 	return gen
 }
 
@@ -46,6 +47,9 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder)
 	rr := &route.Request{Model: req.Model, Tokens: req.tokens, Session: req.User}
 	if req.Guided != nil {
 		rr.Needs = wire.FeatureGuided
+	}
+	if req.needsSampling() {
+		rr.Needs |= wire.FeatureSampling
 	}
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		t0 := time.Now()
@@ -68,6 +72,9 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder)
 // routeError is the client's answer when no engine could be chosen.
 func routeError(err error, req *genRequest) *api.Error {
 	switch {
+	case errors.Is(err, route.ErrNoEngine) && req.needsSampling():
+		return api.BadRequest(req.Extras.Field, req.Extras.Field+" is not supported by any ready engine of model "+req.Model+
+			" (it needs an engine announcing the wire protocol's SAMPLING feature)")
 	case errors.Is(err, route.ErrNoEngine) && req.Guided != nil:
 		return api.BadRequest("response_format", "structured output (response_format or a forced tool_choice) is not supported by any ready engine of model "+req.Model)
 	case errors.Is(err, route.ErrNoEngine):
@@ -181,6 +188,7 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 			return a.out.gone(), false, nil, true
 		}
 	}
+	g.addLogprobs(a, ev)
 	a.d.Generated(len(ev.Tokens))
 	a.generated += len(ev.Tokens)
 	a.buf = a.detok.Next(a.buf[:0], g.textTokens(a, ev))

@@ -1,0 +1,178 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+)
+
+// chatLogprobs is what a whole chat response's choice says of logprobs.
+type chatLogprobs struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		Logprobs *struct {
+			Content []struct {
+				Token       string  `json:"token"`
+				Logprob     float64 `json:"logprob"`
+				Bytes       []int   `json:"bytes"`
+				TopLogprobs []struct {
+					Token   string  `json:"token"`
+					Logprob float64 `json:"logprob"`
+				} `json:"top_logprobs"`
+			} `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+	Usage struct {
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// The simulated engines (FeatureSampling) answer logprobs: one entry per
+// output token, each with the alternatives asked for, the sampled token
+// the best of them, and the same again for the same seed.
+func TestChatLogprobs(t *testing.T) {
+	base := startGateway(t, nil)
+	body := `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"max_tokens":6,"seed":5,"logprobs":true,"top_logprobs":3}`
+	var first string
+	for i := range 2 {
+		resp, b := post(t, base+"/v1/chat/completions", "", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		var r chatLogprobs
+		if err := json.Unmarshal([]byte(b), &r); err != nil {
+			t.Fatal(err)
+		}
+		lp := r.Choices[0].Logprobs
+		if lp == nil || len(lp.Content) != 6 || r.Usage.CompletionTokens != 6 {
+			t.Fatalf("logprobs of %d tokens: %s", r.Usage.CompletionTokens, b)
+		}
+		for _, c := range lp.Content {
+			if len(c.TopLogprobs) != 3 || c.TopLogprobs[0].Token != c.Token || c.Logprob >= 0 || string(bytesOf(c.Bytes)) != c.Token ||
+				!(c.TopLogprobs[1].Logprob < c.TopLogprobs[0].Logprob) {
+				t.Fatalf("entry %+v", c)
+			}
+		}
+		lpJSON, _ := json.Marshal(lp)
+		if i == 0 {
+			first = string(lpJSON)
+		} else if got := string(lpJSON); got != first {
+			t.Fatalf("same seed, other logprobs:\n%s\n%s", got, first)
+		}
+	}
+}
+
+func bytesOf(v []int) []byte {
+	b := make([]byte, len(v))
+	for i, x := range v {
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// A streamed completion's chunks carry the logprobs of their tokens: as
+// many in all as tokens generated, with text offsets counting the text.
+func TestCompletionLogprobsStream(t *testing.T) {
+	base := startGateway(t, nil)
+	resp, b := post(t, base+"/v1/completions", "",
+		`{"model":"`+model+`","prompt":"Say","max_tokens":5,"logprobs":2,"stream":true}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	var tokens, offsets []any
+	for _, ev := range strings.Split(b, "\n\n") {
+		d, ok := strings.CutPrefix(ev, "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Logprobs struct {
+					Tokens     []any            `json:"tokens"`
+					TextOffset []any            `json:"text_offset"`
+					Top        []map[string]any `json:"top_logprobs"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatalf("%q: %v", d, err)
+		}
+		lp := c.Choices[0].Logprobs
+		for _, top := range lp.Top {
+			if len(top) < 2 || len(top) > 3 { // the 2 asked for, and the sampled token if not among them
+				t.Fatalf("top_logprobs %v", top)
+			}
+		}
+		tokens, offsets = append(tokens, lp.Tokens...), append(offsets, lp.TextOffset...)
+	}
+	if len(tokens) != 5 || len(offsets) != 5 || offsets[0] != float64(0) {
+		t.Fatalf("tokens %v offsets %v", tokens, offsets)
+	}
+}
+
+// logit_bias and echo change the answer: a token biased +100 is every
+// output token, and echo puts the prompt first.
+func TestLogitBiasAndEcho(t *testing.T) {
+	base := startGateway(t, nil)
+	tok, err := tokenize.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tok.Encode(nil, " hello", false)[0]
+	resp, b := post(t, base+"/v1/completions", "",
+		`{"model":"`+model+`","prompt":"Say","max_tokens":4,"echo":true,"logit_bias":{"`+itoa(id)+`":100}}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	var r struct {
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	_ = json.Unmarshal([]byte(b), &r)
+	want := "Say" + strings.Repeat(tok.DecodeString([]uint32{id}, false), 4)
+	if len(r.Choices) != 1 || r.Choices[0].Text != want {
+		t.Fatalf("text %q, want %q", b, want)
+	}
+	if resp, b := post(t, base+"/v1/completions", "", `{"model":"`+model+`","prompt":"Say","logit_bias":{"999999999":1}}`); resp.StatusCode != 400 ||
+		!strings.Contains(b, `"param":"logit_bias"`) {
+		t.Fatalf("a bias outside the vocabulary: %d %s", resp.StatusCode, b)
+	}
+}
+
+func itoa(v uint32) string { b, _ := json.Marshal(v); return string(b) }
+
+// Engines without FeatureSampling are never sent the section: a request
+// that needs it finds no engine and is a 400 naming its field in the
+// API's shape; one that needs none is served as before.
+func TestSamplingNeedsFeature(t *testing.T) {
+	base := startGatewayWith(t, gwOptions{noSampling: true}).base
+	for _, c := range []struct{ path, body, field string }{
+		{"/v1/chat/completions", `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, "logprobs"},
+		{"/v1/completions", `{"model":"` + model + `","prompt":"hi","presence_penalty":1}`, "presence_penalty"},
+		{"/v1/completions", `{"model":"` + model + `","prompt":"hi","min_tokens":2}`, "min_tokens"},
+		{"/v1/completions", `{"model":"` + model + `","prompt":"hi","logit_bias":{"5":-1}}`, "logit_bias"},
+	} {
+		resp, b := post(t, base+c.path, "", c.body)
+		if resp.StatusCode != 400 || !strings.Contains(b, `"param":"`+c.field+`"`) {
+			t.Fatalf("%s: %d %s", c.body, resp.StatusCode, b)
+		}
+	}
+	if resp, b := post(t, base+"/v1/completions", "", `{"model":"`+model+`","prompt":"hi","max_tokens":2,"presence_penalty":0,"echo":true}`); resp.StatusCode != 200 {
+		t.Fatalf("a request without extras: %d %s", resp.StatusCode, b)
+	}
+}
+
+// Anthropic has no logprobs: the field is refused by name, in its shape.
+func TestMessagesRefuseLogprobs(t *testing.T) {
+	base := startGateway(t, nil)
+	resp, b := post(t, base+"/v1/messages", "",
+		`{"model":"`+model+`","max_tokens":4,"messages":[{"role":"user","content":"hi"}],"logprobs":true}`)
+	if resp.StatusCode != 400 || !strings.Contains(b, `"type":"invalid_request_error"`) || !strings.Contains(b, "logprobs") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}
