@@ -40,7 +40,9 @@ type config struct {
 	maxModelLen         int
 	firstTokenTimeout   time.Duration
 	drainTimeout        time.Duration
-	logLevel            slog.Level
+	logLevel            *slog.LevelVar // the logger's: a reload sets it
+	args                []string       // the command line, parsed again by a reload
+	configFile          string         // --config, read again by a reload
 	checkOnly           bool
 	ring                ringFlags
 	engine              engineFlags
@@ -52,7 +54,8 @@ type config struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	c := &config{http: httpx.DefaultConfig(), weights: route.DefaultWeights(), apiKeys: map[string]bool{}}
+	c := &config{http: httpx.DefaultConfig(), weights: route.DefaultWeights(), apiKeys: map[string]bool{}, logLevel: new(slog.LevelVar),
+		args: args}
 	fs := flag.NewFlagSet("kvgate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "public HTTP address (OpenAI and Anthropic APIs); port 0 picks a free one")
@@ -117,7 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		return nil, err
 	}
-	if *configFile != "" {
+	if c.configFile = *configFile; c.configFile != "" {
 		fileArgs, err := readConfigFile(*configFile)
 		if err != nil {
 			return nil, err
