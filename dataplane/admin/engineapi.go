@@ -123,7 +123,7 @@ func (s *Server) MountEngines(api EngineAdmin, token []byte) {
 // authorize checks the bearer token of a write, answering the refusal.
 func authorize(w http.ResponseWriter, r *http.Request, token []byte) bool {
 	if len(token) == 0 {
-		writeError(w, http.StatusForbidden, "writes_disabled", "engine changes are off: start kvgate with --admin-token-file")
+		writeError(w, http.StatusForbidden, "writes_disabled", "admin changes (engines, reload) are off: start kvgate with --admin-token-file")
 		return false
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
