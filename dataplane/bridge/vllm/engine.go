@@ -57,6 +57,7 @@ type completionRequest struct {
 	StreamOptions  map[string]any `json:"stream_options"`
 	ReturnTokenIDs bool           `json:"return_token_ids"`
 	RequestID      string         `json:"request_id,omitempty"`
+	samplingFields
 }
 
 func (e *Engine) model(lora uint32) (string, error) {
@@ -78,6 +79,9 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		return &serve.StreamError{Code: wire.CodeBadRequest, Message: "the bridge forwards token prompts only (no multimodal items, guided output or KV transfer)"}
 	}
 	if e.SGLang != nil {
+		if g.Flags&wire.GenSampling != 0 {
+			return &serve.StreamError{Code: wire.CodeBadRequest, Message: "the SGLang mode announces no SAMPLING: penalties, logit_bias, min_tokens and logprobs are not forwarded"}
+		}
 		return e.generateSGLang(k, g)
 	}
 	model, err := e.model(g.LoRAID)
@@ -96,6 +100,7 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		seed := g.Seed
 		body.Seed = &seed
 	}
+	body.samplingFields = samplingOf(g)
 	go e.run(e.reqs.Start(k), k, &body, rank)
 	return nil
 }
@@ -115,7 +120,7 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest, 
 		return
 	}
 	defer resp.Body.Close()
-	s := relay{e: e, k: k}
+	s := relay{e: e, k: k, topN: body.topN()}
 	end, err := decodeSSE(resp.Body, s.chunk)
 	e.ended(ctx, k, end, err, s.finish)
 }
@@ -171,6 +176,9 @@ type relay struct {
 	reason             string
 	prompt, completion uint32
 	cached             uint32
+	// topN is the alternatives per token the GENERATE asked for; -1: it
+	// asked for no logprobs.
+	topN int
 }
 
 func (s *relay) chunk(c *chunk) error {
@@ -181,11 +189,19 @@ func (s *relay) chunk(c *chunk) error {
 		}
 	}
 	var ids []uint32
+	var lps []wire.LogprobEntry
 	for _, ch := range c.Choices {
 		if ch.Text != "" && len(ch.TokenIDs) == 0 {
 			return noTokenIDs(c)
 		}
 		ids = append(ids, ch.TokenIDs...)
+		if s.topN >= 0 && len(ch.TokenIDs) > 0 {
+			entries, err := ch.Logprobs.entries(len(ch.TokenIDs), s.topN)
+			if err != nil {
+				return err
+			}
+			lps = append(lps, entries...)
+		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			s.reason = *ch.FinishReason
 		}
@@ -194,8 +210,15 @@ func (s *relay) chunk(c *chunk) error {
 		return nil
 	}
 	m := wire.TokensMsg{Tokens: wire.TokensOf(ids)}
+	if s.topN >= 0 {
+		l, err := wire.LogprobsOf(s.topN, lps)
+		if err != nil {
+			return err
+		}
+		m.Flags, m.Logprobs = wire.TokLogprobs, l
+	}
 	if !s.sentFirst {
-		m.Flags, m.CachedTokens, s.sentFirst = wire.TokFirst, s.cached, true
+		m.Flags, m.CachedTokens, s.sentFirst = m.Flags|wire.TokFirst, s.cached, true
 	}
 	s.e.Out.Deliver([]serve.Tokens{{Key: s.k, Msg: m}})
 	return nil

@@ -31,6 +31,8 @@ type chunk struct {
 		Text         string   `json:"text"`
 		TokenIDs     []uint32 `json:"token_ids"`
 		FinishReason *string  `json:"finish_reason"`
+		// Logprobs are the chunk's tokens' (sampling.go), when asked for.
+		Logprobs *completionLogprobs `json:"logprobs"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens        uint32 `json:"prompt_tokens"`

@@ -18,6 +18,8 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		Model     string   `json:"model"`
 		Prompt    []uint32 `json:"prompt"`
 		MaxTokens int      `json:"max_tokens"`
+		Logprobs  *int     `json:"logprobs"`
+		AsIDs     bool     `json:"return_tokens_as_token_ids"`
 	}
 	b, _ := json.Marshal(body)
 	if err := json.Unmarshal(b, &req); err != nil || len(req.Prompt) == 0 {
@@ -59,9 +61,12 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		if i == req.MaxTokens-1 {
 			finish = "length"
 		}
+		choice := map[string]any{"index": 0, "text": fmt.Sprintf("<%d>", tok), "token_ids": []uint32{tok}, "finish_reason": finish}
+		if req.Logprobs != nil {
+			choice["logprobs"] = fakeLogprobs(tok, *req.Logprobs, req.AsIDs)
+		}
 		if !send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model,
-			"choices": []any{map[string]any{"index": 0, "text": fmt.Sprintf("<%d>", tok), "token_ids": []uint32{tok}, "finish_reason": finish}},
-			"usage":   usage(i + 1)}) {
+			"choices": []any{choice}, "usage": usage(i + 1)}) {
 			return
 		}
 	}
@@ -69,6 +74,29 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	}
 }
+
+// fakeLogprobs is vLLM's CompletionLogProbs of one token with n
+// alternatives: the token at FakeLogprob(0), then tok+1.. at
+// FakeLogprob(1).., keyed "token_id:<id>" with asIDs (vLLM's
+// return_tokens_as_token_ids) or by the fake's text "<id>".
+func fakeLogprobs(tok uint32, n int, asIDs bool) map[string]any {
+	name := func(t uint32) string {
+		if asIDs {
+			return fmt.Sprintf("token_id:%d", t)
+		}
+		return fmt.Sprintf("<%d>", t)
+	}
+	top := map[string]float32{name(tok): FakeLogprob(0)}
+	for j := 1; j < n; j++ {
+		top[name(tok+uint32(j))] = FakeLogprob(j)
+	}
+	return map[string]any{"tokens": []string{name(tok)}, "token_logprobs": []float32{FakeLogprob(0)},
+		"top_logprobs": []any{top}, "text_offset": []int{0}}
+}
+
+// FakeLogprob is the logprob the fake gives a generated token's j-th most
+// likely alternative (j = 0: the token itself).
+func FakeLogprob(j int) float32 { return -0.5 - float32(j) }
 
 // generated is the n tokens the fake generates for prompt: deterministic
 // in the prompt, so a test knows them.
