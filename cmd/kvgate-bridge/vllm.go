@@ -95,6 +95,7 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 
 func (vb *vllmBridge) handshake() wire.Handshake {
 	hs := vb.c.handshake(vb.Capacity)
+	hs.Features |= vb.Features() // vLLM: the sampling section; SGLang: none
 	for _, l := range vb.c.loras {
 		hs.LoRAs = append(hs.LoRAs, wire.LoRA{ID: l.WireID, Name: l.Name})
 	}
