@@ -97,6 +97,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	history := admin.NewHistory(statusSamples)
 	d.admin.MountStatus(state, history, statusEvery)
 	d.admin.MountEngines(d.disc, c.discovery.token)
+	reload := newReloader(c, gw, d.pool, log)
+	d.admin.MountReload(func() (*admin.ReloadResult, error) { return reload.reload("POST /admin/reload") }, c.discovery.token)
 	if err := d.admin.Listen(c.adminListen); err != nil {
 		d.close()
 		return nil, err
@@ -105,6 +107,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	d.stop = cancel
 	go index.Maintain(ctx)
 	go history.Record(ctx, statusEvery, state)
+	reload.watch(ctx) // SIGHUP
 	if c.simEngines > 0 {
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer wcancel()
