@@ -119,7 +119,7 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 	if !ok {
 		return 0, true, engine.ErrNotReady
 	}
-	gen.Model, gen.LoRAID = []byte(base), lora
+	gen.Model, gen.LoRAID, gen.DPRank = []byte(base), lora, d.WireRank() // the rank the router chose (any rank for one-rank engines)
 	s, err := d.Engine.Generate(gen)
 	if err != nil {
 		if retryable(err) {
