@@ -115,6 +115,12 @@ func goldenCases() []goldenCase {
 		{name: "load", about: "LOAD of rank 1", msg: &Load{DPRank: 1, Running: 12, Waiting: 3,
 			QueuedPrefillTokens: 20480, ActiveDecodeTokens: 65536, TimestampNano: 1_700_000_000_000_000_000,
 			Tiers: []TierUsage{{TierGPU, 30000, 40000}, {TierCPU, 1000, 120000}}}},
+		{name: "adapters_resident", about: "ADAPTERS of rank 1, sent at once to a router whose HELLO had FeatureAdapters: 8 slots, two adapters resident",
+			msg: &Adapters{DPRank: 1, Change: AdaptersResident, Slots: 8, LoRAs: []LoRA{{ID: 1, Name: "sql-lora"}, {ID: 7, Name: "chat-de"}}}},
+		{name: "adapters_loaded", about: "ADAPTERS of rank 0: adapter 9 loaded in 48 ms",
+			msg: &Adapters{Change: AdaptersLoaded, Slots: 8, LoadNanos: 48_000_000, LoRAs: []LoRA{{ID: 9, Name: "summarize"}}}},
+		{name: "adapters_evicted", about: "ADAPTERS of rank 0: adapter 1 evicted for a slot",
+			msg: &Adapters{Change: AdaptersEvicted, Slots: 8, LoRAs: []LoRA{{ID: 1, Name: "sql-lora"}}}},
 		{name: "load_request", about: "LOAD_REQUEST (empty payload)", msg: &LoadRequest{}},
 		{name: "snapshot_request", about: "SNAPSHOT_REQUEST number 3", msg: &SnapshotRequest{SnapshotID: 3}},
 		{name: "snapshot", about: "SNAPSHOT 3, chunk 0, last, as of KV_EVENTS seq 42", msg: &Snapshot{

@@ -77,6 +77,8 @@ func NewMessage(t Type) Message {
 		return &Snapshot{}
 	case TypeRing:
 		return &Ring{}
+	case TypeAdapters:
+		return &Adapters{}
 	}
 	return nil
 }
