@@ -17,6 +17,10 @@ type Metrics struct {
 	routeSeconds    prometheus.Histogram
 	predictedCached prometheus.Counter
 	reportedCached  prometheus.Counter
+	// enginePrompt and engineCached are, per engine, the prompt tokens of
+	// requests that reached their first token and those of them the engine
+	// served from cache: its hit rate (the admin status page's).
+	enginePrompt, engineCached *prometheus.CounterVec
 }
 
 // NewMetrics makes the gateway's metrics and registers them with reg.
@@ -35,8 +39,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Prompt tokens the index predicted cached on the chosen engine."}),
 		reportedCached: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvgate_reported_cached_tokens_total",
 			Help: "Prompt tokens the engines reported served from cache."}),
+		enginePrompt: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvgate_engine_prompt_tokens_total",
+			Help: "Prompt tokens of the requests that reached their first token on the engine."}, []string{"engine"}),
+		engineCached: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvgate_engine_cached_tokens_total",
+			Help: "Of those, the tokens the engine reported served from its cache."}, []string{"engine"}),
 	}
-	reg.MustRegister(m.requests, m.e2e, m.ttft, m.routeSeconds, m.predictedCached, m.reportedCached)
+	reg.MustRegister(m.requests, m.e2e, m.ttft, m.routeSeconds, m.predictedCached, m.reportedCached, m.enginePrompt, m.engineCached)
 	return m
 }
 
@@ -57,11 +65,13 @@ func (m *Metrics) observeRoute(d time.Duration) {
 	}
 }
 
-func (m *Metrics) observeFirstToken(d time.Duration, predicted, reported int) {
+func (m *Metrics) observeFirstToken(engine string, prompt int, d time.Duration, predicted, reported int) {
 	if m == nil {
 		return
 	}
 	m.ttft.Observe(d.Seconds())
 	m.predictedCached.Add(float64(predicted))
 	m.reportedCached.Add(float64(reported))
+	m.enginePrompt.WithLabelValues(engine).Add(float64(prompt))
+	m.engineCached.WithLabelValues(engine).Add(float64(reported))
 }
