@@ -95,7 +95,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	state := func() *admin.State { return admin.Snapshot(d.pool, router, index, d.ring, httpPool) }
 	d.admin.HandleJSON("/debug/state", func() any { return state() })
 	history := admin.NewHistory(statusSamples)
-	d.admin.MountStatus(state, history, statusEvery)
+	status := admin.StatusSource{State: state, Metrics: reg}
+	d.admin.MountStatus(status, history, statusEvery)
 	d.admin.MountEngines(d.disc, c.discovery.token)
 	reload := newReloader(c, gw, d.pool, log)
 	d.admin.MountReload(func() (*admin.ReloadResult, error) { return reload.reload("POST /admin/reload") }, c.discovery.token)
@@ -106,7 +107,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
 	go index.Maintain(ctx)
-	go history.Record(ctx, statusEvery, state)
+	go history.Record(ctx, statusEvery, status)
 	reload.watch(ctx) // SIGHUP
 	if c.simEngines > 0 {
 		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -22,6 +22,11 @@ type Sample struct {
 	DecodeTokens  int64 `json:"decode_tokens"`
 	// GPUBlocks are the GPU-tier blocks the index holds, over all engines.
 	GPUBlocks uint64 `json:"gpu_blocks"`
+	// PromptTokens and CachedTokens are the fleet's totals since start
+	// (TokenCounts): two samples' differences are the hit rate between
+	// them.
+	PromptTokens float64 `json:"prompt_tokens"`
+	CachedTokens float64 `json:"cached_tokens"`
 }
 
 // History is a ring buffer of the last samples: its memory is fixed at
@@ -56,13 +61,12 @@ func (h *History) Samples() ([]Sample, uint64) {
 	return append(append([]Sample(nil), h.buf[h.next:]...), h.buf[:h.next]...), h.taken
 }
 
-// Record samples the state every interval until ctx ends, the first at
-// once.
-func (h *History) Record(ctx context.Context, every time.Duration, state func() *State) {
+// Record samples src every interval until ctx ends, the first at once.
+func (h *History) Record(ctx context.Context, every time.Duration, src StatusSource) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		h.Add(sampleOf(state(), time.Now()))
+		h.Add(sampleOf(src.State(), TokenCounts(src.Metrics), time.Now()))
 		select {
 		case <-ctx.Done():
 			return
@@ -71,8 +75,12 @@ func (h *History) Record(ctx context.Context, every time.Duration, state func() 
 	}
 }
 
-func sampleOf(st *State, at time.Time) Sample {
+func sampleOf(st *State, tokens map[string]Tokens, at time.Time) Sample {
 	s := Sample{At: at.UnixMilli()}
+	for _, t := range tokens {
+		s.PromptTokens += t.Prompt
+		s.CachedTokens += t.Cached
+	}
 	for _, e := range st.Engines {
 		if e.State == "ready" {
 			s.Ready++

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/syncring"
 )
@@ -43,16 +45,31 @@ type StatusEngine struct {
 	// before one, and for HTTP engines).
 	Running int64 `json:"running"`
 	Waiting int64 `json:"waiting"`
+	// PromptTokens and CachedTokens are since start (Tokens); HitRate is
+	// their ratio, -1 before any request.
+	PromptTokens float64 `json:"prompt_tokens"`
+	CachedTokens float64 `json:"cached_tokens"`
+	HitRate      float64 `json:"hit_rate"`
+}
+
+// StatusSource is what the status page reads: the daemon's state
+// (Snapshot) and the registry holding the gateway's per-engine token
+// counters (nil: no hit rates).
+type StatusSource struct {
+	State   func() *State
+	Metrics prometheus.Gatherer
 }
 
 // statusOf condenses a state and the history into the page's document.
-func statusOf(st *State, h *History, every time.Duration, now time.Time) *Status {
+func statusOf(st *State, tokens map[string]Tokens, h *History, every time.Duration, now time.Time) *Status {
 	out := &Status{Now: now.UnixMilli(), Policy: string(st.Policy), Ring: st.Ring, Engines: []StatusEngine{},
 		SampleEveryMs: every.Milliseconds()}
 	out.Samples, out.SamplesTaken = h.Samples()
 	for _, e := range st.Engines {
 		se := StatusEngine{Addr: e.Addr, ID: e.ID, Kind: e.Kind, State: e.State, Inflight: e.Inflight, PeerLoad: e.PeerLoad,
 			Running: -1, Waiting: -1}
+		t := tokens[e.Addr]
+		se.PromptTokens, se.CachedTokens, se.HitRate = t.Prompt, t.Cached, t.HitRate()
 		if l := e.ReportedLoad; l != nil {
 			se.Running, se.Waiting = int64(l.Running), int64(l.Waiting)
 		}
@@ -75,9 +92,9 @@ var statusPage []byte
 
 // MountStatus serves the status page at GET /status (one HTML file, its
 // script and style inline: nothing is fetched from elsewhere) and the
-// document it polls at GET /status.json. state reads the daemon's state
-// (Snapshot); h is the history a Record goroutine fills every every.
-func (s *Server) MountStatus(state func() *State, h *History, every time.Duration) {
+// document it polls at GET /status.json, read from src; h is the history
+// a Record goroutine fills every every.
+func (s *Server) MountStatus(src StatusSource, h *History, every time.Duration) {
 	s.mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
@@ -85,6 +102,6 @@ func (s *Server) MountStatus(state func() *State, h *History, every time.Duratio
 	})
 	s.mux.HandleFunc("GET /status.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, statusOf(state(), h, every, time.Now()))
+		writeJSON(w, http.StatusOK, statusOf(src.State(), TokenCounts(src.Metrics), h, every, time.Now()))
 	})
 }

@@ -47,17 +47,21 @@ func TestStatusDocument(t *testing.T) {
 		{Engine: "a:1", Rank: 1, Blocks: [kvstore.NumTiers]uint64{5, 0, 1}, ApproxBlocks: 3},
 		{Engine: "b:1", Blocks: [kvstore.NumTiers]uint64{7}},
 	}}}
+	tokens := map[string]Tokens{"a:1": {Prompt: 200, Cached: 150}}
 	h := NewHistory(10)
-	h.Add(sampleOf(st, time.UnixMilli(1000)))
-	doc := statusOf(st, h, 2*time.Second, time.UnixMilli(2000))
+	h.Add(sampleOf(st, tokens, time.UnixMilli(1000)))
+	doc := statusOf(st, tokens, h, 2*time.Second, time.UnixMilli(2000))
 	a, b := doc.Engines[0], doc.Engines[1]
 	if a.Blocks != [kvstore.NumTiers]uint64{15, 2, 1} || a.ApproxBlocks != 3 || a.Running != 4 || a.Waiting != 1 || a.Inflight.Requests != 2 {
 		t.Fatalf("engine a: %+v", a)
 	}
-	if b.Blocks[kvstore.TierGPU] != 7 || b.Running != -1 {
+	if a.PromptTokens != 200 || a.CachedTokens != 150 || a.HitRate != 0.75 {
+		t.Fatalf("engine a's tokens: %+v", a)
+	}
+	if b.Blocks[kvstore.TierGPU] != 7 || b.Running != -1 || b.HitRate != -1 {
 		t.Fatalf("engine b: %+v", b)
 	}
-	want := Sample{At: 1000, Ready: 1, Requests: 2, PrefillTokens: 30, GPUBlocks: 22}
+	want := Sample{At: 1000, Ready: 1, Requests: 2, PrefillTokens: 30, GPUBlocks: 22, PromptTokens: 200, CachedTokens: 150}
 	if doc.SamplesTaken != 1 || len(doc.Samples) != 1 || doc.Samples[0] != want || doc.SampleEveryMs != 2000 || doc.Now != 2000 {
 		t.Fatalf("samples: %+v taken %d every %d", doc.Samples, doc.SamplesTaken, doc.SampleEveryMs)
 	}
@@ -70,8 +74,8 @@ func TestStatusEndpoints(t *testing.T) {
 	s := NewServer(prometheus.NewRegistry())
 	h := NewHistory(4)
 	st := &State{Policy: "kv", Engines: []EngineState{{Addr: "a:1", Kind: KindWire, State: "ready"}}}
-	h.Add(sampleOf(st, time.Now()))
-	s.MountStatus(func() *State { return st }, h, time.Second)
+	h.Add(sampleOf(st, nil, time.Now()))
+	s.MountStatus(StatusSource{State: func() *State { return st }}, h, time.Second)
 	if err := s.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +105,27 @@ func TestStatusEndpoints(t *testing.T) {
 	}
 	if len(doc.Engines) != 1 || doc.Engines[0].Addr != "a:1" || doc.SamplesTaken != 1 || doc.Policy != "kv" {
 		t.Fatalf("/status.json: %s", body)
+	}
+}
+
+// TestTokenCounts: the gateway's per-engine counters are read by their
+// engine label, and give each engine's hit rate.
+func TestTokenCounts(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	prompt := prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricEnginePrompt, Help: "p"}, []string{"engine"})
+	cached := prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricEngineCached, Help: "c"}, []string{"engine"})
+	other := prometheus.NewCounter(prometheus.CounterOpts{Name: "kvgate_other_total", Help: "o"})
+	reg.MustRegister(prompt, cached, other)
+	prompt.WithLabelValues("a:1").Add(100)
+	cached.WithLabelValues("a:1").Add(25)
+	prompt.WithLabelValues("b:1").Add(10)
+	cached.WithLabelValues("b:1").Add(0)
+	other.Add(7)
+	got := TokenCounts(reg)
+	if len(got) != 2 || got["a:1"] != (Tokens{Prompt: 100, Cached: 25}) || got["a:1"].HitRate() != 0.25 || got["b:1"].HitRate() != 0 {
+		t.Fatalf("token counts %v", got)
+	}
+	if len(TokenCounts(nil)) != 0 || (Tokens{}).HitRate() != -1 {
+		t.Fatal("no registry, or no prompt tokens, gives a hit rate")
 	}
 }

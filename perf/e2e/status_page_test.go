@@ -20,8 +20,9 @@ import (
 // TestStatusPage loads the admin listener's status page in a real headless
 // browser (Debian's chromium): it shows every engine of a kvgate with
 // simulated engines, its script polls status.json again and again, and
-// what it shows moves: the samples taken grow between two loads, and a
-// request's cached blocks appear in the chart.
+// what it shows moves: the samples taken grow between two loads, a
+// request's cached blocks appear in the chart, and a prompt sent twice
+// shows in its engine's hit rate.
 func TestStatusPage(t *testing.T) {
 	browser := requireChromium(t)
 	_, base := startKvgate(t, "--sim-engines", "3", "--sim-profile", "zero")
@@ -60,10 +61,14 @@ func TestStatusPage(t *testing.T) {
 	})
 	// A request leaves blocks in an engine's cache: the chart's maximum of
 	// GPU blocks comes off zero, and more samples have been taken.
-	resp, body := post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": strings.Repeat("status page ", 64),
-		"max_tokens": 4, "ignore_eos": true})
-	if resp.StatusCode != 200 {
-		t.Fatalf("completion: %d %s", resp.StatusCode, body)
+	// The same prompt again is served from that engine's cache: its hit
+	// rate comes off zero.
+	for range 2 {
+		resp, body := post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": strings.Repeat("status page ", 64),
+			"max_tokens": 4, "ignore_eos": true})
+		if resp.StatusCode != 200 {
+			t.Fatalf("completion: %d %s", resp.StatusCode, body)
+		}
 	}
 	checkFor(t, 2*time.Minute, 200*time.Millisecond, func() error {
 		dom, err := dumpDOM(browser, admin+"/status")
@@ -80,6 +85,9 @@ func TestStatusPage(t *testing.T) {
 		if later.maxBlocks == 0 {
 			return errors.New("the chart shows no GPU blocks cached after a request")
 		}
+		if later.bestHitRate <= 0 {
+			return fmt.Errorf("no engine shows a hit rate above 0%% after the same prompt twice (best %v%%)", later.bestHitRate)
+		}
 		if later.points != later.chartSamples {
 			return fmt.Errorf("the chart draws %d points for %d samples", later.points, later.chartSamples)
 		}
@@ -92,7 +100,8 @@ type statusDOM struct {
 	rows, ready                    int // engine rows, and those in state ready
 	polls                          int // status.json fetches the page's script made
 	taken, chartSamples, maxBlocks int
-	points                         int // points of the chart's requests line
+	points                         int     // points of the chart's requests line
+	bestHitRate                    float64 // the highest engine hit rate shown, percent (-1: none)
 }
 
 var (
@@ -101,6 +110,7 @@ var (
 	reChartN    = regexp.MustCompile(`id="chart-samples">(\d+)<`)
 	reMaxBlocks = regexp.MustCompile(`id="max-blocks">(\d+)<`)
 	rePoints    = regexp.MustCompile(`id="line-requests"[^>]* points="([^"]*)"`)
+	reHitRate   = regexp.MustCompile(`<td>(\d+\.\d)%</td></tr>`)
 )
 
 func parseStatusDOM(dom string) (statusDOM, error) {
@@ -117,6 +127,12 @@ func parseStatusDOM(dom string) (statusDOM, error) {
 	}
 	if m := rePoints.FindStringSubmatch(dom); m != nil {
 		s.points = len(strings.Fields(m[1]))
+	}
+	s.bestHitRate = -1
+	for _, m := range reHitRate.FindAllStringSubmatch(dom, -1) {
+		if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > s.bestHitRate {
+			s.bestHitRate = v
+		}
 	}
 	s.rows = strings.Count(dom, "<tr data-engine=")
 	s.ready = strings.Count(dom, `<td class="ready">ready</td>`)
