@@ -22,7 +22,11 @@ type OpenAIEncoder struct {
 	// instead of null.
 	Logprobs bool
 	// Echo (completions) is the prompt, sent before the output.
-	Echo       string
+	Echo string
+	// Index is the choice's index; Part makes it one of several choices
+	// (n > 1) whose stream's end (usage, [DONE]) EndStream writes once.
+	Index      int
+	Part       bool
 	all        Collect
 	calls      int
 	pending    []TokenLogprob
@@ -46,12 +50,12 @@ func (o *OpenAIEncoder) Streaming() bool { return o.Stream }
 func (o *OpenAIEncoder) Open(dst []byte) []byte {
 	if o.Stream && !o.Chat && o.Echo != "" {
 		o.textOffset = len(o.Echo)
-		return o.event(dst, map[string]any{"index": 0, "text": o.Echo, "logprobs": nil, "finish_reason": nil}, nil)
+		return o.event(dst, map[string]any{"index": o.Index, "text": o.Echo, "logprobs": nil, "finish_reason": nil}, nil)
 	}
 	if !o.Stream || !o.Chat {
 		return dst
 	}
-	return o.event(dst, map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""},
+	return o.event(dst, map[string]any{"index": o.Index, "delta": map[string]any{"role": "assistant", "content": ""},
 		"logprobs": nil, "finish_reason": nil}, nil)
 }
 
@@ -60,7 +64,7 @@ func (o *OpenAIEncoder) callID(i int) string { return "call_" + o.ID + "_" + str
 
 func (o *OpenAIEncoder) choice(p Piece, finish any) map[string]any {
 	if !o.Chat {
-		return map[string]any{"index": 0, "text": p.Text, "logprobs": o.takeLogprobs(), "finish_reason": finish}
+		return map[string]any{"index": o.Index, "text": p.Text, "logprobs": o.takeLogprobs(), "finish_reason": finish}
 	}
 	delta := map[string]any{}
 	switch {
@@ -74,7 +78,7 @@ func (o *OpenAIEncoder) choice(p Piece, finish any) map[string]any {
 	case p.Text != "":
 		delta["content"] = p.Text
 	}
-	return map[string]any{"index": 0, "delta": delta, "logprobs": o.takeLogprobs(), "finish_reason": finish}
+	return map[string]any{"index": o.Index, "delta": delta, "logprobs": o.takeLogprobs(), "finish_reason": finish}
 }
 
 func (o *OpenAIEncoder) event(dst []byte, choice map[string]any, u *Usage) []byte {
@@ -149,7 +153,7 @@ func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
 	reason := o.finishReason(e.Finish)
 	if !o.Stream {
 		o.textOffset = len(o.Echo)
-		choice := map[string]any{"index": 0, "logprobs": o.takeLogprobs(), "finish_reason": reason}
+		choice := map[string]any{"index": o.Index, "logprobs": o.takeLogprobs(), "finish_reason": reason}
 		if o.Chat {
 			choice["message"] = o.message()
 		} else {
@@ -163,8 +167,18 @@ func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
 		return append(dst, b...)
 	}
 	dst = o.event(dst, o.choice(Piece{}, reason), nil)
+	if o.Part {
+		return dst
+	}
+	return o.EndStream(dst, e.Usage)
+}
+
+// EndStream appends a stream's end: the usage chunk when asked for, then
+// [DONE]. Close calls it, except for a Part, whose caller does once all
+// choices are done.
+func (o *OpenAIEncoder) EndStream(dst []byte, u Usage) []byte {
 	if o.IncludeUsage {
-		dst = o.event(dst, nil, &e.Usage)
+		dst = o.event(dst, nil, &u)
 	}
 	return append(dst, "data: [DONE]\n\n"...)
 }
@@ -173,4 +187,28 @@ func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
 func (o *OpenAIEncoder) StreamError(dst []byte, e *Error) []byte {
 	dst = sseData(dst, e.Body(OpenAI))
 	return append(dst, "data: [DONE]\n\n"...)
+}
+
+// JoinChoices joins whole responses of one choice each (n > 1, each from
+// an encoder with its Index and Part) into one: their choices in order,
+// with u as the usage (the prompt once, the completions' tokens summed).
+func JoinChoices(bodies [][]byte, u Usage) ([]byte, error) {
+	var out map[string]any
+	var choices []any
+	for i, b := range bodies {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			out = m
+		}
+		cs, _ := m["choices"].([]any)
+		choices = append(choices, cs...)
+	}
+	if out == nil {
+		return nil, json.Unmarshal(nil, &out)
+	}
+	out["choices"], out["usage"] = choices, openAIUsage(u)
+	return json.Marshal(out)
 }

@@ -31,7 +31,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"wrong type", completion, `{"model":3,"prompt":"x"}`, "model", `field "model" must be a string`},
 		{"max_tokens type", chat, `{"model":"m","max_tokens":"x",` + user + `}`, "max_tokens", "must be an integer"},
 		{"no model", completion, `{"prompt":"x"}`, "model", `"model" is required`},
-		{"n 2", completion, `{"model":"m","prompt":"x","n":2}`, "n", "only n=1"},
+		{"n 17", completion, `{"model":"m","prompt":"x","n":17}`, "n", "between 1 and 16"},
 		{"max_tokens 0", completion, `{"model":"m","prompt":"x","max_tokens":0}`, "max_tokens", "between 1 and 16777216"},
 		{"max_tokens huge", chat, `{"model":"m","max_tokens":16777217,` + user + `}`, "max_tokens", "between 1 and 16777216"},
 		{"temperature high", completion, `{"model":"m","prompt":"x","temperature":2.5}`, "temperature", "between 0 and 2"},

@@ -57,8 +57,8 @@ func (x *Extras) set(field string) {
 }
 
 // extras range-checks the fields into r.Extras; maxTokens bounds
-// min_tokens.
-func (f *extraFields) extras(k Kind, maxTokens uint32) (Extras, *Error) {
+// min_tokens, n is the request's choices.
+func (f *extraFields) extras(k Kind, maxTokens uint32, n int) (Extras, *Error) {
 	var x Extras
 	penalty := func(field string, v *float64, lo, hi float64, dst *float32, off float64) *Error {
 		if v == nil {
@@ -96,8 +96,8 @@ func (f *extraFields) extras(k Kind, maxTokens uint32) (Extras, *Error) {
 	if e := f.logprobs(k, &x); e != nil {
 		return x, e
 	}
-	if f.BestOf != nil && *f.BestOf != 1 {
-		return x, BadRequest("best_of", "best_of must be 1 (n is 1; choosing among several completions is not supported)")
+	if f.BestOf != nil && *f.BestOf != int64(n) {
+		return x, BadRequest("best_of", fmt.Sprintf("best_of must equal n (%d): choosing the best of more completions than are returned is not supported", n))
 	}
 	return x, nil
 }

@@ -77,6 +77,9 @@ type Request struct {
 	Extras Extras
 	// Echo (completions) returns the prompt before the output.
 	Echo bool
+	// N is the number of choices (OpenAI's n) when over 1, each generated
+	// on its own; 0 is one.
+	N int
 	// Prompt is a completion's prompt.
 	Prompt Prompt
 	// Conversation is a chat's or a message's conversation.
@@ -105,8 +108,11 @@ func (c *Conversation) HasTools() bool {
 	return len(c.Tools) > 0 && string(c.Tools) != "null" && string(c.Tools) != "[]"
 }
 
-// Largest max_tokens accepted.
-const maxMaxTokens = 1 << 24
+// Largest max_tokens and n accepted.
+const (
+	maxMaxTokens = 1 << 24
+	maxChoices   = 16
+)
 
 // sampling are the request fields shared by OpenAI's two endpoints (and
 // filled from Anthropic's).
@@ -169,8 +175,12 @@ func (f *sampling) request(k Kind, defaultMax int64, check ModelCheck) (*Request
 			return nil, e
 		}
 	}
-	if f.N != nil && *f.N != 1 {
-		return nil, BadRequest("n", "only n=1 is supported")
+	n := 1
+	if f.N != nil {
+		if *f.N < 1 || *f.N > maxChoices {
+			return nil, BadRequest("n", fmt.Sprintf("n must be between 1 and %d", maxChoices))
+		}
+		n = int(*f.N)
 	}
 	r := &Request{Kind: k, Model: f.Model, Temperature: 1, TopP: 1, Seed: f.Seed, IgnoreEOS: f.IgnoreEOS,
 		StopTokenIDs: f.StopTokenIDs, User: f.User, Stream: f.Stream,
@@ -186,8 +196,11 @@ func (f *sampling) request(k Kind, defaultMax int64, check ModelCheck) (*Request
 		return nil, BadRequest("max_tokens", "max_tokens must be between 1 and 16777216")
 	}
 	r.MaxTokens = uint32(maxTokens)
+	if n > 1 {
+		r.N = n
+	}
 	var e *Error
-	if r.Extras, e = f.extras(k, r.MaxTokens); e != nil {
+	if r.Extras, e = f.extras(k, r.MaxTokens, n); e != nil {
 		return nil, e
 	}
 	if f.Temperature != nil {

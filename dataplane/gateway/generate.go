@@ -56,9 +56,12 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if e != nil {
 		return writeError(w, flavor, e)
 	}
-	gr := &genRequest{Request: req, id: reqID, tokens: tokens, parser: g.outputParser(req, prompt)}
+	gr := &genRequest{Request: req, id: reqID, tokens: tokens, parser: g.outputParser(req, prompt), prompt: prompt}
 	if status, ok := g.passthrough(w, r, gr, flavor); ok {
 		return status
+	}
+	if req.N > 1 {
+		return g.fanOut(w, gr)
 	}
 	return g.run(w, gr, g.encoder(gr))
 }

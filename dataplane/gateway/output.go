@@ -5,6 +5,19 @@ import (
 	"github.com/kvgate/kvgate/dataplane/httpx"
 )
 
+// sink is where an attempt's output goes: the client's response (output)
+// or one choice of several (choiceSink).
+type sink interface {
+	start(engineID string) error
+	delta(p api.Piece) error
+	finish(e api.End) error
+	fail(e *api.Error) int
+	gone() int
+	// goneC is closed when the output has no one to go to any more.
+	goneC() <-chan struct{}
+	encoder() api.Encoder
+}
+
 // output sends what an API's encoder renders on the client's HTTP
 // response: the head once the first token arrives (naming the engine),
 // then the stream's events, or the whole body at the end. A failure before
@@ -16,6 +29,10 @@ type output struct {
 	started bool
 	buf     []byte // reused: Chunk copies what it sends
 }
+
+func (o *output) goneC() <-chan struct{} { return o.w.Gone() }
+
+func (o *output) encoder() api.Encoder { return o.enc }
 
 // start sends a stream's head and opening events; engineID names the
 // serving engine in x-kvgate-engine.

@@ -19,6 +19,12 @@ type genRequest struct {
 	tokens []uint32
 	// parser splits a chat's output into text, reasoning and tool calls.
 	parser *api.OutputParser
+	// prompt is the rendered prompt text, from which a choice's own parser
+	// starts (fanout.go).
+	prompt string
+	// choice is this request's choice index among N (fanout.go): its seed
+	// is the request's plus choice.
+	choice int
 }
 
 // generate is the GENERATE frame of req, without an engine's model or
@@ -28,7 +34,7 @@ func (req *genRequest) generate() *wire.Generate {
 		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, DPRank: wire.AnyRank,
 		StopTokens: wire.TokensOf(req.StopTokenIDs), Prompt: wire.TokensOf(req.tokens), Guided: req.Guided}
 	if req.Seed != nil {
-		gen.Seed, gen.Flags = *req.Seed, gen.Flags|wire.GenHasSeed
+		gen.Seed, gen.Flags = *req.Seed+uint64(req.choice), gen.Flags|wire.GenHasSeed
 	}
 	if req.IgnoreEOS {
 		gen.Flags |= wire.GenIgnoreEOS
@@ -41,7 +47,12 @@ func (req *genRequest) generate() *wire.Generate {
 // status. An engine that fails before the first token costs the client
 // nothing: the request is routed again, up to g.Retries times.
 func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder) int {
-	out := &output{w: w, enc: enc, flavor: req.Kind.Flavor()}
+	return g.serveOn(req, &output{w: w, enc: enc, flavor: req.Kind.Flavor()})
+}
+
+// serveOn is run's routing and retries, answering through out: the client's
+// response, or one choice of several (fanout.go).
+func (g *Gateway) serveOn(req *genRequest, out sink) int {
 	gen := req.generate()
 	var lastErr error
 	rr := &route.Request{Model: req.Model, Tokens: req.tokens, Session: req.User}
@@ -97,7 +108,7 @@ type attempt struct {
 	req     *genRequest
 	d       *route.Decision
 	s       *engine.Stream
-	out     *output
+	out     sink
 	detok   *tokenize.Stream
 	stops   *api.StopMatcher
 	sent    time.Time
@@ -113,7 +124,7 @@ type attempt struct {
 
 // attempt runs one attempt on the decided engine and releases its
 // reservation however the attempt ends (a panic included).
-func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision, out *output) (status int, retry bool, err error) {
+func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision, out sink) (status int, retry bool, err error) {
 	defer d.Done() // idempotent: a finished stream released it already
 	base, lora, ok := d.Engine.Resolve(req.Model)
 	if !ok {
@@ -139,7 +150,7 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 // stream follows one engine stream to its end. retry is true when nothing
 // reached the client and another engine may serve the request. A client
 // that leaves ends the stream and aborts its response (499).
-func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out *output) (status int, retry bool, err error) {
+func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out sink) (status int, retry bool, err error) {
 	// With tools, special tokens are text (vLLM's chat endpoint sets
 	// skip_special_tokens false then): some models' call markers are.
 	keepSpecial := req.parser.Tools != nil
@@ -149,7 +160,7 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 	for {
 		select {
 		case <-s.Ready():
-		case <-out.w.Gone():
+		case <-out.goneC():
 			s.Cancel(wire.CancelClientGone)
 			return out.gone(), false, nil
 		case <-timeout.C:

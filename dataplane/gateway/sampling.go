@@ -48,7 +48,7 @@ func (g *Gateway) checkExtras(req *api.Request) *api.Error {
 // addLogprobs hands the event's logprobs to the encoder, each token and
 // alternative as its text.
 func (g *Gateway) addLogprobs(a *attempt, ev engine.Event) {
-	enc, ok := a.out.enc.(api.LogprobsEncoder)
+	enc, ok := a.out.encoder().(api.LogprobsEncoder)
 	if !ok || !a.req.Extras.Logprobs || len(ev.Logprobs) == 0 {
 		return
 	}

@@ -155,6 +155,7 @@ func TestSamplingNeedsFeature(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"logprobs":true}`, "logprobs"},
 		{"/v1/completions", `{"model":"` + model + `","prompt":"hi","presence_penalty":1}`, "presence_penalty"},
 		{"/v1/completions", `{"model":"` + model + `","prompt":"hi","min_tokens":2}`, "min_tokens"},
+		{"/v1/completions", `{"model":"` + model + `","prompt":"hi","n":3,"stream":true,"logprobs":1}`, "logprobs"}, // every choice fails
 		{"/v1/completions", `{"model":"` + model + `","prompt":"hi","logit_bias":{"5":-1}}`, "logit_bias"},
 	} {
 		resp, b := post(t, base+c.path, "", c.body)
