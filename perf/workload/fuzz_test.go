@@ -32,6 +32,8 @@ var realSpecs = []string{
 	"agentic:agents=3,steps=4,system=40,result=20,output=5,think=0.5,rate=1,seed=5",
 	"burst:bursts=2,prefix=64,suffix=16,n=8,warm=1,gap=2,seed=5",
 	"multi-turn:sessions=1,turns=3,system=50,user=10,output=8,think=1,rate=2",
+	"multi-lora:adapters=64,zipf=1,prefix=2048,suffix=256,n=6000,rate=40,output=64",
+	"multi-lora:adapters=5,zipf=1.2,prefix=40,suffix=8,n=50,rate=10,seed=3",
 	"shared-prefix",
 	"shared-prefix:groups",
 	"nonsense:1",

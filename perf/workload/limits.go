@@ -50,7 +50,7 @@ var paramRanges = map[string]paramRange{
 	"turns": count, "steps": count, "prefix": count, "suffix": count, "system": count,
 	"user": count, "result": count, "output": countFrom1,
 	"rate": perSecond, "think": seconds, "warm": seconds, "spread": seconds, "gap": seconds,
-	"seed": seed,
+	"seed": seed, "adapters": countFrom1, "zipf": exponent,
 }
 
 type paramRange int
@@ -61,6 +61,7 @@ const (
 	perSecond                    // a rate above 0
 	seconds                      // a time, 0 or more
 	seed                         // a PCG seed: 0 up to 2^64
+	exponent                     // a Zipf exponent: 0 (uniform) up to 16
 )
 
 // check refuses parameters out of range (which would panic, or convert to
@@ -81,6 +82,8 @@ func (p params) check(kind string, lim limits) error {
 			ok = ok || v >= 0 && !math.IsInf(v, 1)
 		case seed:
 			ok = ok || v >= 0 && v < 1<<64
+		case exponent:
+			ok = ok || v >= 0 && v <= 16
 		}
 		if !ok {
 			return fmt.Errorf("%w: %s=%v", ErrBadParameter, k, v)
@@ -116,6 +119,9 @@ func (p params) promptSize(kind string) (drawn, held float64) {
 	case "shared-prefix":
 		prefix, suffix, n := get("prefix", 4096), get("suffix", 256), get("n", 1000)
 		return get("groups", 8)*prefix + n*suffix, n * (prefix + suffix)
+	case "multi-lora":
+		prefix, suffix, n := get("prefix", 2048), get("suffix", 256), get("n", 2000)
+		return get("adapters", 64)*prefix + n*suffix, n * (prefix + suffix)
 	case "burst":
 		prefix, suffix, per := get("prefix", 2048), get("suffix", 1024), get("n", 64)+1
 		bursts := get("bursts", 1)
@@ -137,6 +143,8 @@ func (p params) emptyPrompts(kind string) bool {
 		return get("prefix", 4096)+get("suffix", 256) == 0
 	case "burst":
 		return get("prefix", 2048)+get("suffix", 1024) == 0
+	case "multi-lora":
+		return get("prefix", 2048)+get("suffix", 256) == 0
 	}
 	_, _, turnLen, turn := turnParams(kind)
 	return get("system", 2048)+get(turnLen, turn) == 0
@@ -151,6 +159,8 @@ func (p params) requestCount(kind string) (requests, loops float64) {
 		return get("n", 1000), get("groups", 8)
 	case "burst":
 		return get("bursts", 1) * (get("n", 64) + 1), get("bursts", 1)
+	case "multi-lora":
+		return get("n", 2000), get("adapters", 64)
 	}
 	units, steps, _, _ := turnParams(kind)
 	return get(units, 64) * get(steps, 8), get(units, 64)

@@ -27,6 +27,8 @@ type Request struct {
 	Output int
 	// Session groups a conversation (for the session policy).
 	Session string
+	// LoRA is the adapter the request runs with (0: the base model).
+	LoRA uint32
 }
 
 // Workload is a parsed SPEC.
@@ -39,7 +41,7 @@ type Workload struct {
 const vocab = 151643
 
 // Parse reads a SPEC: mooncake:PATH, azure:PATH, or
-// shared-prefix|multi-turn|agentic|burst[:key=value,...]. A SPEC or trace
+// shared-prefix|multi-turn|agentic|burst|multi-lora[:key=value,...]. A SPEC or trace
 // that asks for more than a workload may hold (see limits.go) is refused
 // with ErrTooLarge, a parameter out of its range with ErrBadParameter.
 func Parse(spec string) (*Workload, error) { return parse(spec, defaultLimits) }
@@ -53,7 +55,7 @@ func parse(spec string, lim limits) (*Workload, error) {
 		reqs, err = mooncake(args, lim)
 	case "azure":
 		reqs, err = azure(args, lim)
-	case "shared-prefix", "multi-turn", "agentic", "burst":
+	case "shared-prefix", "multi-turn", "agentic", "burst", "multi-lora":
 		var p params
 		if p, err = parseParams(args); err == nil {
 			if err = p.check(kind, lim); err == nil {
@@ -61,7 +63,7 @@ func parse(spec string, lim limits) (*Workload, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("workload: unknown kind %q (mooncake:PATH, azure:PATH, shared-prefix, multi-turn, agentic, burst)", kind)
+		return nil, fmt.Errorf("workload: unknown kind %q (mooncake:PATH, azure:PATH, shared-prefix, multi-turn, agentic, burst, multi-lora)", kind)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", spec, err)
@@ -227,7 +229,9 @@ func (p params) get(k string, def float64) float64 {
 //     request warms one engine's cache, and warm seconds later n requests
 //     (prefix + their own suffix) arrive at once, or evenly over spread
 //     seconds; bursts repeat every gap seconds with a new prefix (bursts,
-//     prefix, suffix, n, warm, spread, gap, output, seed).
+//     prefix, suffix, n, warm, spread, gap, output, seed);
+//   - multi-lora: Zipf-popular LoRA adapters, each with its own shared
+//     prefix (lora.go).
 //
 // The parameters are checked first (params.check), so every count fits an
 // int and the tokens fit the limits; arrival times are checked as they are
@@ -280,6 +284,8 @@ func generate(kind string, p params) ([]Request, error) {
 			}
 			at = tl.after(hit, p.get("gap", 3))
 		}
+	case "multi-lora":
+		out = multiLoRA(p, rng, randTokens, &tl)
 	case "multi-turn", "agentic":
 		units, steps, turnLen, turn := turnParams(kind)
 		var start time.Duration
