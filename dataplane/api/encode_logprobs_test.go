@@ -71,3 +71,31 @@ func TestOpenAIEncoderEcho(t *testing.T) {
 		t.Fatalf("first chunk %s", first)
 	}
 }
+
+// Choices of a fan-out (n > 1): each encoder streams its own index and
+// leaves the stream's end to EndStream; whole ones join in order with the
+// usage given.
+func TestOpenAIEncoderChoices(t *testing.T) {
+	enc := &OpenAIEncoder{ID: "c", Model: "m", Created: 5, Stream: true, IncludeUsage: true, Index: 2, Part: true}
+	out := render(enc, FinishStop)
+	if strings.Contains(out, "[DONE]") || strings.Contains(out, `"usage"`) || strings.Contains(out, `"index":0`) ||
+		!strings.Contains(out, `"index":2`) {
+		t.Fatalf("part stream: %s", out)
+	}
+	end := string(enc.EndStream(nil, Usage{Prompt: 3, Completion: 8}))
+	if !strings.Contains(end, `"completion_tokens":8`) || !strings.HasSuffix(end, "data: [DONE]\n\n") {
+		t.Fatalf("end: %s", end)
+	}
+	var bodies [][]byte
+	for i := range 2 {
+		bodies = append(bodies, []byte(render(&OpenAIEncoder{ID: "c", Model: "m", Created: 5, Index: i, Part: true}, FinishLength)))
+	}
+	joined, err := JoinChoices(bodies, Usage{Prompt: 10, Completion: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"choices":[{"finish_reason":"length","index":0,"logprobs":null,"text":"Hello"},{"finish_reason":"length","index":1,"logprobs":null,"text":"Hello"}],"created":5,"id":"c","model":"m","object":"text_completion","usage":{"completion_tokens":4,"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":14}}`
+	if string(joined) != want {
+		t.Fatalf("joined\n%s\nwant\n%s", joined, want)
+	}
+}

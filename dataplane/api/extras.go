@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -109,20 +110,27 @@ func (x *Extras) logitBias(m map[string]float64) *Error {
 	if len(m) > maxLogitBias {
 		return BadRequest("logit_bias", fmt.Sprintf("logit_bias has %d entries, over %d", len(m), maxLogitBias))
 	}
-	for k := range m {
+	type pair struct {
+		id   uint32
+		bias float64
+	}
+	pairs := make([]pair, 0, len(m))
+	for k, b := range m {
 		id, err := strconv.ParseUint(k, 10, 32)
 		if err != nil {
 			return BadRequest("logit_bias", fmt.Sprintf("logit_bias key %q is not a token id", k))
 		}
-		x.BiasTokens = append(x.BiasTokens, uint32(id))
-	}
-	slices.Sort(x.BiasTokens)
-	for _, id := range x.BiasTokens {
-		b := m[strconv.FormatUint(uint64(id), 10)]
 		if !(b >= -100 && b <= 100) {
 			return BadRequest("logit_bias", fmt.Sprintf("logit_bias of token %d must be between -100 and 100", id))
 		}
-		x.Bias = append(x.Bias, float32(b))
+		pairs = append(pairs, pair{uint32(id), b})
+	}
+	slices.SortFunc(pairs, func(a, b pair) int { return cmp.Compare(a.id, b.id) })
+	for i, p := range pairs {
+		if i > 0 && pairs[i-1].id == p.id {
+			return BadRequest("logit_bias", fmt.Sprintf("logit_bias names token %d twice", p.id))
+		}
+		x.BiasTokens, x.Bias = append(x.BiasTokens, p.id), append(x.Bias, float32(p.bias))
 	}
 	x.set("logit_bias")
 	return nil

@@ -64,6 +64,7 @@ func TestExtrasRefused(t *testing.T) {
 		{DecodeChat, chat(`"logit_bias":{"x":1}`), "logit_bias"},
 		{DecodeChat, chat(`"logit_bias":{"5":101}`), "logit_bias"},
 		{DecodeChat, chat(`"logit_bias":[1]`), "logit_bias"},
+		{DecodeChat, chat(`"logit_bias":{"5":1,"05":2}`), "logit_bias"},
 		{DecodeChat, chat(`"max_tokens":4,"min_tokens":5`), "min_tokens"},
 		{DecodeChat, chat(`"n":0`), "n"},
 		{DecodeChat, chat(`"n":17`), "n"},

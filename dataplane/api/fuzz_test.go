@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -23,6 +24,8 @@ var fuzzSeeds = []string{
 	`{"prompt":"hello","add_special_tokens":false}`,
 	`{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":true}`,
 	`{"tokens":[1,2,3]}`,
+	`{"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5,"presence_penalty":0.5,"frequency_penalty":-0.5,"logit_bias":{"50256":-100,"13":5},"n":3,"seed":1}`,
+	`{"model":"m","prompt":"x","logprobs":3,"echo":false,"best_of":2,"n":2,"min_tokens":4,"max_tokens":8,"repetition_penalty":1.1}`,
 	``, `{`, `[]`, `null`, `{"model":"m","prompt":"x"} {}`, `{"model":"m","messages":[{"role":"user","content":"\ud800"}]}`,
 }
 
@@ -63,6 +66,18 @@ func checkRequest(t *testing.T, r *Request) {
 	if r.Model == "" || r.MaxTokens < 1 || r.MaxTokens > maxMaxTokens || r.Temperature < 0 || r.Temperature > 2 ||
 		r.TopP <= 0 || r.TopP > 1 || r.TopK < -1 || r.TopK > 1<<20 || len(r.Stop) > maxStops {
 		t.Fatalf("out of range: %+v", r)
+	}
+	x := &r.Extras
+	if x.PresencePenalty < -2 || x.PresencePenalty > 2 || x.FrequencyPenalty < -2 || x.FrequencyPenalty > 2 ||
+		x.RepetitionPenalty < 0 || x.RepetitionPenalty > 2 || x.MinTokens > r.MaxTokens || x.TopLogprobs < 0 ||
+		x.TopLogprobs > maxTopLogprobs || (x.TopLogprobs > 0 && !x.Logprobs) || len(x.Bias) != len(x.BiasTokens) ||
+		!slices.IsSorted(x.BiasTokens) || r.N < 0 || r.N > maxChoices || (r.Echo && x.Logprobs) {
+		t.Fatalf("extras out of range: %+v n %d", x, r.N)
+	}
+	for _, b := range x.Bias {
+		if b < -100 || b > 100 {
+			t.Fatalf("bias %v", b)
+		}
 	}
 	if r.Guided != nil && !json.Valid(r.Guided) {
 		t.Fatalf("guided %q", r.Guided)
