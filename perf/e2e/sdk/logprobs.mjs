@@ -1,7 +1,8 @@
 // Logprobs through the official OpenAI Node SDK, unmodified, against
 // kvgate's simulated engines (their deterministic sampler's logprobs,
 // perf/sim/sampling.go): chat and completions, streamed and whole, and the
-// 400s naming a field out of range or one Anthropic does not have.
+// 400s naming a field out of range or one Anthropic does not have; n
+// choices.
 // KVGATE_URL and KVGATE_KEY come from ../logprobs_test.go. Prints "ok" or
 // throws.
 import OpenAI from "openai";
@@ -56,6 +57,16 @@ for await (const c of await openai.completions.create({ model, prompt: "Once upo
   streamedTokens = streamedTokens.concat(c.choices[0]?.logprobs?.tokens ?? []);
 }
 assert.equal(streamedTokens.length, 5);
+
+// n choices fan out, each with its own logprobs; the streaming helper
+// assembles each choice by its index.
+const many = await openai.chat.completions.create({ model, messages, max_tokens: 3, n: 3, logprobs: true, ignore_eos: true });
+assert.deepEqual(many.choices.map((c) => c.index), [0, 1, 2]);
+many.choices.forEach((c) => assert.equal(c.logprobs.content.length, 3));
+assert.equal(many.usage.completion_tokens, 9);
+const manyStreamed = await openai.chat.completions.stream({ model, messages, max_tokens: 3, n: 2, ignore_eos: true }).finalChatCompletion();
+assert.equal(manyStreamed.choices.length, 2);
+manyStreamed.choices.forEach((c, i) => { assert.equal(c.index, i); assert.equal(c.finish_reason, "length"); });
 
 // Out of range, and not Anthropic's: 400 naming the field.
 await assert.rejects(openai.chat.completions.create({ model, messages, logprobs: true, top_logprobs: 21 }),
