@@ -95,6 +95,39 @@ func TestStatusPage(t *testing.T) {
 	})
 }
 
+// TestStatusPageRing: the status page of a replica in a ring shows the
+// ring (its members, the engines shared) and its peer.
+func TestStatusPageRing(t *testing.T) {
+	browser := requireChromium(t)
+	var engines []string
+	for i := range 2 {
+		e := start(t, "kvgate-sim", "--listen", "127.0.0.1:0", "--id", fmt.Sprintf("e%d", i), "--model", model, "--profile", "zero")
+		engines = append(engines, e.waitLog(t, "serving")["addr"].(string))
+	}
+	ring := freeLoopbackAddrs(t, 2)
+	var bases []string
+	for i := range 2 {
+		_, base := startKvgate(t, "--engine", strings.Join(engines, ","), "--replica-id", fmt.Sprintf("replica-%d", i),
+			"--ring-listen", ring[i], "--peers", strings.Join(ring, ","))
+		bases = append(bases, base)
+	}
+	admin := adminOf(t, bases[0])
+	waitMetric(t, admin, "kvgate_ring_members ", " 2")
+	checkFor(t, 2*time.Minute, 100*time.Millisecond, func() error {
+		dom, err := dumpDOM(browser, admin+"/status")
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"replica replica-0, epoch ", "2 members (replica-0, replica-1), 2 engines, 2 shared by every member",
+			`<tr data-peer="replica-1"><td>replica-1</td><td>yes</td><td>yes</td>`} {
+			if !strings.Contains(dom, want) {
+				return fmt.Errorf("the page lacks %q", want)
+			}
+		}
+		return nil
+	})
+}
+
 // statusDOM is what the test reads of a dumped status page.
 type statusDOM struct {
 	rows, ready                    int // engine rows, and those in state ready
