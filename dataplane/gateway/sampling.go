@@ -26,7 +26,10 @@ func (req *genRequest) addSampling(gen *wire.Generate) {
 	}
 	x := &req.Extras
 	s := wire.Sampling{PresencePenalty: x.PresencePenalty, FrequencyPenalty: x.FrequencyPenalty,
-		RepetitionPenalty: x.RepetitionPenalty, MinTokens: x.MinTokens}
+		RepetitionPenalty: x.RepetitionPenalty,
+		// A max_tokens the context cut (fitContext) bounds min_tokens too,
+		// which vLLM requires.
+		MinTokens: min(x.MinTokens, gen.MaxTokens)}
 	if s.RepetitionPenalty == 0 {
 		s.RepetitionPenalty = 1
 	}
