@@ -94,7 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.firstTokenTimeout, "first-token-timeout", 5*time.Minute, "wait for a first token before answering 504")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "SIGTERM: how long in-flight requests may finish")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line")
+	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line; SIGHUP or POST /admin/reload reads it again (API keys, log level and --engine change live, other changes are refused)")
 	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
 	fs.StringVar(&c.toolParser, "tool-parser", "", "tool-call syntax of the model's output, as vLLM's --tool-call-parser: hermes, llama3_json, deepseek_v3 or none (default: read from the chat template)")
 	fs.StringVar(&c.reasoningParser, "reasoning-parser", "", "reasoning syntax of the model's output, as vLLM's --reasoning-parser: qwen3, deepseek_r1 or none (default: the chat template's <think>)")
