@@ -21,7 +21,14 @@ func TestDecodeHotPathsDoNotAllocate(t *testing.T) {
 	tok := &TokensMsg{Flags: TokFirst, Tokens: TokensOf([]uint32{1, 2, 3}), Text: []byte("abc")}
 	ev := &KVEvents{Events: []Event{{Kind: EventStored, Hashes: HashesOf(make([]uint64, 64))},
 		{Kind: EventRemoved, Hashes: HashesOf(make([]uint64, 8))}}}
-	for _, m := range []Message{gen, tok, ev} {
+	// With the sampling and logprobs sections (FeatureSampling) too.
+	sampled := *gen
+	sampled.Flags |= GenSampling
+	sampled.Sampling = Sampling{RepetitionPenalty: 1, Flags: SampleLogprobs, TopLogprobs: 2,
+		LogitBias: LogitBiasOf([]uint32{7, 9}, []float32{1, -1})}
+	lps, _ := LogprobsOf(2, []LogprobEntry{{-1, []Alt{{1, -1}, {2, -2}}}, {-1, []Alt{{2, -1}, {3, -2}}}, {-1, []Alt{{3, -1}, {4, -2}}}})
+	withLP := &TokensMsg{Flags: TokLogprobs, Tokens: TokensOf([]uint32{1, 2, 3}), Logprobs: lps}
+	for _, m := range []Message{gen, tok, ev, &sampled, withLP} {
 		payload, err := m.AppendPayload(nil)
 		if err != nil {
 			t.Fatal(err)
