@@ -14,6 +14,17 @@
 // V3), as Pieces the encoders render as reasoning_content and tool_calls,
 // or thinking and tool_use blocks, streamed as they are known.
 //
+// Sampling and output fields are honoured or refused, never dropped
+// (extras.go): presence_penalty, frequency_penalty, repetition_penalty,
+// logit_bias, min_tokens and logprobs (chat: logprobs with top_logprobs;
+// completions: logprobs n) become Extras, which only engines with the wire
+// protocol's SAMPLING feature are sent; the encoders return OpenAI's
+// logprobs objects for completions and chat, streamed and whole. echo
+// returns a completion's prompt; n choices are generated one by one and
+// joined (JoinChoices, or streamed with their index); best_of other than
+// n, suffix, and echo with logprobs are refused. The Messages and
+// Responses APIs refuse those OpenAI fields by name (foreignFields).
+//
 // It does no I/O and knows no engine, tokenizer or router: the gateway
 // (dataplane/gateway) checks what depends on the fleet (is the model
 // served, is a token id in the vocabulary, does the prompt fit), tokenizes,
