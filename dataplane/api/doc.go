@@ -20,10 +20,12 @@
 // completions: logprobs n) become Extras, which only engines with the wire
 // protocol's SAMPLING feature are sent; the encoders return OpenAI's
 // logprobs objects for completions and chat, streamed and whole. echo
-// returns a completion's prompt; n choices are generated one by one and
-// joined (JoinChoices, or streamed with their index); best_of other than
-// n, suffix, and echo with logprobs are refused. The Messages and
-// Responses APIs refuse those OpenAI fields by name (foreignFields).
+// returns a completion's prompt; n choices are each generated on their own,
+// concurrently, and joined (JoinChoices, or streamed with their index);
+// best_of other than n, suffix, and echo with logprobs are refused, as is
+// any other output-changing OpenAI or vLLM field set to other than its
+// default (unsupportedFields: min_p, use_beam_search, ...). The Messages
+// and Responses APIs refuse the OpenAI fields by name (foreignFields).
 //
 // It does no I/O and knows no engine, tokenizer or router: the gateway
 // (dataplane/gateway) checks what depends on the fleet (is the model

@@ -134,6 +134,7 @@ type sampling struct {
 	} `json:"stream_options"`
 	User string `json:"user"`
 	extraFields
+	unsupportedFields
 }
 
 // decodeJSON parses a request body strictly enough to name the bad field.
@@ -147,7 +148,10 @@ func decodeJSON(body []byte, v any) *Error {
 		if errors.As(err, &te) {
 			// encoding/json names a field of an embedded struct by the
 			// struct's Go name too ("sampling.model"); clients know "model".
-			field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "sampling."), "extraFields.")
+			field := te.Field
+			for _, embedded := range []string{"sampling.", "extraFields.", "unsupportedFields."} {
+				field = strings.TrimPrefix(field, embedded)
+			}
 			return BadRequest(field, fmt.Sprintf("field %q must be %s", field, jsonType(te.Type)))
 		}
 		return BadRequest("", "malformed JSON: "+err.Error())
@@ -174,6 +178,9 @@ func (f *sampling) request(k Kind, defaultMax int64, check ModelCheck) (*Request
 		if e := check(f.Model); e != nil {
 			return nil, e
 		}
+	}
+	if e := f.unsupportedFields.refuse(); e != nil {
+		return nil, e
 	}
 	n := 1
 	if f.N != nil {
