@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/wire"
 )
 
 // chatLogprobs is what a whole chat response's choice says of logprobs.
@@ -175,5 +177,26 @@ func TestMessagesRefuseLogprobs(t *testing.T) {
 		`{"model":"`+model+`","max_tokens":4,"messages":[{"role":"user","content":"hi"}],"logprobs":true}`)
 	if resp.StatusCode != 400 || !strings.Contains(b, `"type":"invalid_request_error"`) || !strings.Contains(b, "logprobs") {
 		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}
+
+// Only a request with extras sets GENERATE's SAMPLING flag (so an engine
+// from before the section, which routing never sends one to, gets the
+// version-1 GENERATE it decodes), and min_tokens is held to max_tokens.
+func TestGenerateSamplingFlag(t *testing.T) {
+	plain := &genRequest{Request: &api.Request{Model: model, MaxTokens: 4, TopP: 1}, id: "r", tokens: []uint32{1}}
+	if g := plain.generate(); g.Flags&wire.GenSampling != 0 || plain.needsSampling() {
+		t.Fatalf("a request without extras: flags %#x", g.Flags)
+	}
+	x := api.Extras{MinTokens: 9, Logprobs: true, TopLogprobs: 2, BiasTokens: []uint32{5}, Bias: []float32{-1}, Field: "min_tokens"}
+	req := &genRequest{Request: &api.Request{Model: model, MaxTokens: 4, TopP: 1, Extras: x}, id: "r", tokens: []uint32{1}}
+	g := req.generate()
+	s := g.Sampling
+	if g.Flags&wire.GenSampling == 0 || s.MinTokens != 4 || s.RepetitionPenalty != 1 || !s.Logprobs() || s.TopLogprobs != 2 ||
+		s.LogitBias.Len() != 1 {
+		t.Fatalf("flags %#x sampling %+v", g.Flags, s)
+	}
+	if _, err := g.AppendPayload(nil); err != nil {
+		t.Fatal(err)
 	}
 }
