@@ -26,8 +26,8 @@ const (
 	// AdaptersUnloaded: the listed adapters were unloaded on request.
 	AdaptersUnloaded AdapterChange = 2
 	// AdaptersEvicted: the listed adapters were evicted to free a slot.
-	AdaptersEvicted AdapterChange = 3
-	numAdapterChanges             = 4
+	AdaptersEvicted   AdapterChange = 3
+	numAdapterChanges               = 4
 )
 
 var adapterChangeNames = [numAdapterChanges]string{"resident", "loaded", "unloaded", "evicted"}
