@@ -67,6 +67,9 @@ type Candidate struct {
 	// Tiers are what the engine's lower tiers cost (zero: the defaults of
 	// Weights); only read when Match has CPU or disk blocks.
 	Tiers TierCosts
+	// AdapterMs is the wait for the request's LoRA adapter on the engine
+	// (AdapterView.CostMs): 0 when resident or for the base model.
+	AdapterMs float64
 }
 
 // Cost is the policy's score of a candidate for a prompt of n tokens (lower
@@ -74,7 +77,8 @@ type Candidate struct {
 // uncached prefill (approximate hits at a discount) over the prefill rate,
 // plus the time to load the prompt's CPU and disk blocks over the engine's
 // links (the prefill they save is not in the uncached work), plus the
-// decode batch every prefill chunk carries.
+// decode batch every prefill chunk carries, plus the wait for the
+// request's LoRA adapter when it must be loaded (Candidate.AdapterMs).
 // dynamo: prefill blocks - overlap + decode blocks.
 func (w *Weights) Cost(p Policy, c *Candidate, n int) float64 {
 	m, bs := c.Match, float64(max(c.BlockSize, 1))
@@ -89,7 +93,7 @@ func (w *Weights) Cost(p Policy, c *Candidate, n int) float64 {
 		uncached -= bs * (float64(lower) - unloaded)
 	}
 	work := c.QueuedPrefill + max(uncached, 1)
-	cost := work/w.PrefillTokensPerMs + transfer + w.DecodeMsPerKToken*c.ActiveDecode/1000
+	cost := work/w.PrefillTokensPerMs + transfer + w.DecodeMsPerKToken*c.ActiveDecode/1000 + c.AdapterMs
 	if c.ActiveDecode > 0 {
 		// Every chunk of MaxBatched tokens is one step carrying the decode batch.
 		util := 1.0
