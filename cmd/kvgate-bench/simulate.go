@@ -26,7 +26,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	routers := fs.Int("routers", 4, "router replicas (requests spread round-robin)")
 	syncDelay := fs.Duration("sync-delay", 5*time.Millisecond, "how late routers learn peers' reservations, KV events and LOAD")
 	policies := fs.String("policies", "kv,round-robin,least-load,session,approx-prefix,dynamo,oracle",
-		"policies (oracle: true state, instantly; kv-tier-blind: kv whose index hears only GPU events; kv-rank-blind: kv that matches rank 0 and sends any rank)")
+		"policies (oracle: true state, instantly; kv-tier-blind: kv whose index hears only GPU events; kv-rank-blind: kv that matches rank 0 and sends any rank; with --max-loras: kv-lora-blind, kv that does not know adapter residency, and lora-affinity, the S-LoRA/dLoRA-style baseline)")
 	profile := fs.String("sim-profile", "default", "engine timing profile")
 	gpuBlocks := fs.Int("gpu-blocks", 16384, "GPU KV blocks per engine")
 	cpuBlocks := fs.Int("cpu-blocks", 0, "CPU-tier KV blocks per engine (0: none); GPU evictions move there")
@@ -41,6 +41,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	reportDir := fs.String("report", "", "write a Markdown report and SVG plots here")
 	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's")
 	seed := fs.Uint64("seed", 1, "seed of the routers' random choices (ties, starting engine)")
+	lora := registerLoRA(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,17 +79,18 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"engines": *engines, "ranks": *ranks, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
 		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests, "cpu_link": links.cpu.String(), "disk_link": links.disk.String(),
 		"prefill_rate": weights.PrefillTokensPerMs, "cpu_block_cost": weights.CPUBlockCost, "disk_block_cost": weights.DiskBlockCost,
-		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "mode": "simulate (virtual time; latencies are simulated ms)"}}}
+		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "max_loras": lora.slots, "lora_load_time": lora.loadTime.String(), "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
-		if policy != cluster.PolicyOracle && policy != cluster.PolicyTierBlind && policy != cluster.PolicyRankBlind {
+		if !cluster.SimOnlyPolicy(policy) {
 			if policy, err = route.ParsePolicy(p); err != nil {
 				return nil, err
 			}
 		}
 		fmt.Fprintf(stderr, "== %s: %d requests, %s, %d routers\n", p, len(wl.Requests), shape, *routers)
-		return cluster.Run(cluster.Config{Engines: *engines, Ranks: *ranks, Routers: *routers, Policy: policy, Weights: weights,
-			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: *seed}, wl, stderr)
+		cfg := cluster.Config{Engines: *engines, Ranks: *ranks, Routers: *routers, Policy: policy, Weights: weights,
+			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: *seed}
+		return lora.run(cfg, wl, stdout, stderr)
 	})
 }
 

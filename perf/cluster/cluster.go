@@ -57,6 +57,16 @@ type Config struct {
 	// LoadPeriod is how often engines report LOAD.
 	LoadPeriod time.Duration
 	Seed       uint64
+	// LoRASlots, when above 0, gives every engine rank that many LoRA
+	// adapter slots: a request whose adapter is not resident waits for its
+	// load (LoRALoadTime; 0: sim.DefaultLoRALoadTime), the least recently
+	// used idle adapter evicted for it, and engines announce every change
+	// as ADAPTERS frames (lora.go). AdapterWeights tune kv's estimate of a
+	// load; AdapterStats, when not nil, receives what the run measured.
+	LoRASlots      int
+	LoRALoadTime   time.Duration
+	AdapterWeights route.AdapterWeights
+	AdapterStats   *AdapterStats
 }
 
 // Sim is one run.
@@ -81,6 +91,9 @@ type Sim struct {
 	// tiers are what the engines' lower tiers cost, as a router learns it
 	// from their handshake (route.Weights.TierCostsOf).
 	tiers route.TierCosts
+	// lora are the cores' adapter slots (LoRASlots > 0 only).
+	lora         []loraEngine
+	adapterStats AdapterStats
 }
 
 // Run simulates wl on the cluster and returns the measurements (latencies
@@ -134,6 +147,7 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 		}
 		s.routers = append(s.routers, r)
 	}
+	s.initLoRA()
 	s.sending = make([]float64, cores)
 	s.hashes = make([][]uint64, len(s.reqs))
 	s.res = make([]*reservation, len(s.reqs))
@@ -156,6 +170,7 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 			fmt.Fprintf(progress, "  %6.0fs wall  %v simulated  %d/%d done\n", time.Since(start).Seconds(), s.now.Round(time.Second), s.done, len(s.reqs))
 		}
 	}
+	s.finishLoRA()
 	res := s.rec.Finish(s.now, wl.Spec)
 	// Finish divides by the elapsed time it is given: simulated here.
 	ids := make([]string, len(s.engines))

@@ -49,6 +49,7 @@ func (s *Sim) stepDone(e int, res sim.StepResult) {
 		if o.Finish != wire.FinishNone {
 			s.rec.OK(s.engines[e].id, rv.arrival, rv.firstAt-rv.arrival, s.now-rv.arrival, rv.gaps, o.PromptTokens, rv.cached, o.CompletionTokens)
 			s.release(i)
+			s.releaseAdapter(e, i)
 			s.done++
 		}
 	}

@@ -16,15 +16,17 @@ type eventKind uint8
 
 // Event kinds.
 const (
-	evArrival  eventKind = iota // a request reaches its router
-	evDeliver                   // a request reaches its engine
-	evStepDone                  // an engine's step ends
-	evIndex                     // an engine's KV events reach the routers
-	evLoad                      // an engine reports LOAD
-	evPeer                      // a LOAD report or a reservation reaches the other routers
+	evArrival      eventKind = iota // a request reaches its router
+	evDeliver                       // a request reaches its engine
+	evStepDone                      // an engine's step ends
+	evIndex                         // an engine's KV events reach the routers
+	evLoad                          // an engine reports LOAD
+	evPeer                          // a LOAD report or a reservation reaches the other routers
+	evAdapters                      // an engine's ADAPTERS frame reaches the routers
+	evAdapterReady                  // a request's adapter is loaded: it starts
 )
 
-var eventKindNames = [...]string{"arrival", "deliver", "step-done", "index", "load", "peer"}
+var eventKindNames = [...]string{"arrival", "deliver", "step-done", "index", "load", "peer", "adapters", "adapter-ready"}
 
 // String returns the kind's name, for debugging a run.
 func (k eventKind) String() string {
@@ -44,6 +46,8 @@ type event struct {
 	evs  []kvstore.Event
 	load wire.Load
 	peer peerDelta
+	// adapters is an evAdapters' frame.
+	adapters *wire.Adapters
 }
 
 // peerDelta is a change of one router's load on an engine, reaching the
@@ -86,16 +90,17 @@ func (s *Sim) handle(ev *event) {
 		s.arrive(ev.req)
 	case evDeliver:
 		s.sending[ev.eng] -= float64(s.res[ev.req].prefill)
-		r := s.reqs[ev.req]
-		req := sim.NewRequest(sim.RequestKey{Stream: uint32(ev.req)}, r.Prompt, sim.Params{MaxTokens: r.Output, IgnoreEOS: true}, kvstore.Keys{})
 		core := s.runsOn(ev.eng)
-		if err := s.engines[core].core.Add(req); err != nil {
-			s.rec.Fail(err.Error())
-			s.release(ev.req)
-			s.done++
-			return
+		s.res[ev.req].core = core
+		if s.admitAdapter(core, ev.req) {
+			s.startOn(core, ev.req)
 		}
-		s.kick(core)
+	case evAdapterReady:
+		s.startOn(ev.eng, ev.req)
+	case evAdapters:
+		for _, r := range s.routers {
+			r.adapters[ev.eng].Apply(ev.adapters, s.now)
+		}
 	case evStepDone:
 		s.stepDone(ev.eng, ev.res)
 	case evIndex:
@@ -126,4 +131,19 @@ func (s *Sim) handle(ev *event) {
 			}
 		}
 	}
+}
+
+// startOn adds request i to core c's scheduler.
+func (s *Sim) startOn(c, i int) {
+	r := s.reqs[i]
+	req := sim.NewRequest(sim.RequestKey{Stream: uint32(i)}, r.Prompt, sim.Params{MaxTokens: r.Output, IgnoreEOS: true},
+		kvstore.Keys{LoRAID: r.LoRA})
+	if err := s.engines[c].core.Add(req); err != nil {
+		s.rec.Fail(err.Error())
+		s.releaseAdapter(c, i)
+		s.release(i)
+		s.done++
+		return
+	}
+	s.kick(c)
 }

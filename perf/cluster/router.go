@@ -25,6 +25,7 @@ type reservation struct {
 	cached, prompt int
 	first          bool
 	tag            uint64 // route.PendingPrefill's
+	core           int    // the core it runs on, once delivered
 }
 
 type routerState struct {
@@ -37,6 +38,9 @@ type routerState struct {
 	rr     int
 	approx *kvstore.Index
 	aslots []kvstore.Slot
+	// adapters are the engines' LoRA residency as this router knows it
+	// (Config.LoRASlots > 0 only).
+	adapters []route.AdapterView
 }
 
 // reserve changes a router's own load on an engine now, and the others'
@@ -58,9 +62,16 @@ func addLoad(l, delta syncring.Load) syncring.Load {
 func (s *Sim) arrive(i int) {
 	req := s.reqs[i]
 	router := i % len(s.routers)
-	hs, _ := s.hasher.Hash(nil, req.Prompt, nil)
+	var keys *kvstore.Keys
+	if req.LoRA != 0 {
+		keys = &kvstore.Keys{LoRAID: req.LoRA}
+	}
+	hs, _ := s.hasher.Hash(nil, req.Prompt, keys)
 	s.hashes[i] = hs
 	eng, predicted := s.pick(router, i)
+	if s.loraOn() {
+		s.routers[router].adapters[eng].Sent(req.LoRA, s.now)
+	}
 	uncached := int64(len(req.Prompt) - predicted*s.cfg.Rank.BlockSize)
 	r := s.routers[router]
 	r.pend[eng].Report(r.seqs[eng], int64(r.loadAt[eng]), float64(s.peerOf(r, eng).PrefillTokens))
@@ -107,6 +118,8 @@ func (s *Sim) pick(router, i int) (int, int) {
 			}
 		}
 		return best[s.rng.IntN(len(best))], 0
+	case PolicyLoRAAffinity:
+		return s.affinity(r, i), 0
 	}
 	cands := s.candidates()
 	matches := make([]kvstore.Match, len(cands))
@@ -121,7 +134,7 @@ func (s *Sim) pick(router, i int) (int, int) {
 		s.index.Match(s.hashes[i], pickSlots(s.slots, cands), matches)
 	}
 	policy := s.cfg.Policy
-	if policy == PolicyOracle || policy == PolicyTierBlind || policy == PolicyRankBlind {
+	if policy == PolicyOracle || policy == PolicyTierBlind || policy == PolicyRankBlind || policy == PolicyLoRABlind {
 		policy = route.PolicyKV
 	}
 	bestCost := math.Inf(1)
@@ -129,6 +142,7 @@ func (s *Sim) pick(router, i int) (int, int) {
 	for j, e := range cands {
 		c := s.loadOf(r, e)
 		c.Match, c.Tiers = matches[j], s.tiers
+		c.AdapterMs = s.adapterCost(r, e, i)
 		costs[j] = s.cfg.Weights.Cost(policy, &c, len(req.Prompt))
 		bestCost = min(bestCost, costs[j])
 	}
