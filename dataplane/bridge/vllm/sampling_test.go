@@ -55,7 +55,7 @@ func TestSamplingReachesVLLM(t *testing.T) {
 		t.Fatalf("tokens %v (want %v), %d logprobs", tokens, want, len(lps))
 	}
 	for i, lp := range lps {
-		wantTop := []wire.Alt{{want[i], vllmtest.FakeLogprob(0)}, {want[i] + 1, vllmtest.FakeLogprob(1)}}
+		wantTop := []wire.Alt{{Token: want[i], Logprob: vllmtest.FakeLogprob(0)}, {Token: want[i] + 1, Logprob: vllmtest.FakeLogprob(1)}}
 		if lp.Logprob != vllmtest.FakeLogprob(0) || !reflect.DeepEqual(lp.Top, wantTop) {
 			t.Fatalf("token %d: %+v, want top %v", i, lp, wantTop)
 		}
