@@ -80,7 +80,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	req.RemoteAddr = st.remote
 	w := &ResponseWriter{st: st, req: req, header: Header{}}
 	s.active.Add(1)
-	go s.serve(w, req)
+	s.dispatch(w, req)
 	return st.holdPipelined()
 }
 

@@ -92,6 +92,7 @@ type Server struct {
 	conns   map[*connState]struct{}
 	active  atomic.Int64 // requests being served
 	closing atomic.Bool
+	workers *workers
 }
 
 // NewServer returns a server; Serve runs it. Zero limits take DefaultConfig's.
@@ -112,7 +113,7 @@ func NewServer(cfg Config, h Handler) *Server {
 			*f.v = *f.d
 		}
 	}
-	return &Server{cfg: cfg, h: h, log: cfg.Logger, booted: make(chan struct{}), conns: make(map[*connState]struct{})}
+	return &Server{cfg: cfg, h: h, log: cfg.Logger, booted: make(chan struct{}), conns: make(map[*connState]struct{}), workers: newWorkers()}
 }
 
 // Serve listens and serves until Shutdown. A port of 0 is resolved to a
@@ -259,7 +260,9 @@ wait:
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, s.eng.Stop(stopCtx))
+	err = errors.Join(err, s.eng.Stop(stopCtx))
+	s.workers.stop(stopCtx.Done())
+	return err
 }
 
 func errorResponse(status int, msg string) []byte {
