@@ -79,6 +79,7 @@ func TestExtrasRefused(t *testing.T) {
 		{DecodeMessages, msg(`"presence_penalty":1`), "presence_penalty"},
 		{DecodeMessages, msg(`"logit_bias":{}`), "logit_bias"},
 		{DecodeResponses, `{"model":"m","input":"hi","top_logprobs":2}`, "top_logprobs"},
+		{DecodeResponses, `{"model":"m","input":"hi","include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, "include"},
 	}
 	for _, c := range cases {
 		t.Run(c.body, func(t *testing.T) {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,7 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 		PreviousResponseID *string                    `json:"previous_response_id"`
 		Background         bool                       `json:"background"`
 		ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
+		Include            []string                   `json:"include"`
 		foreignFields
 		Text *struct {
 			Format json.RawMessage `json:"format"`
@@ -41,6 +43,9 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 	}
 	if e := b.foreignFields.refuse("the Responses API here"); e != nil {
 		return nil, e
+	}
+	if slices.Contains(b.Include, "message.output_text.logprobs") {
+		return nil, BadRequest("include", "include message.output_text.logprobs is not supported on /v1/responses (Chat and Completions return logprobs)")
 	}
 	f := sampling{Model: b.Model, MaxTokens: b.MaxOutputTokens, Temperature: b.Temperature, TopP: b.TopP, Stream: b.Stream, User: b.User}
 	r, e := f.request(Responses, defaultResponseTokens, check)
