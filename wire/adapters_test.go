@@ -39,3 +39,23 @@ func TestAdaptersRefuses(t *testing.T) {
 		t.Fatalf("name %q", s)
 	}
 }
+
+// TestAdaptersFeatureOnlyToDialersThatReadIt: an engine announcing
+// FeatureAdapters keeps the bit in its WELCOME only for a router whose
+// HELLO set it.
+func TestAdaptersFeatureOnlyToDialersThatReadIt(t *testing.T) {
+	for _, reads := range []bool{false, true} {
+		rc, ec := routerCfg(""), engineCfg("")
+		ec.Local.Features |= FeatureAdapters
+		if reads {
+			rc.Local.Features |= FeatureAdapters
+		}
+		d, a := pair(t, rc, ec)
+		if d.err != nil || a.err != nil {
+			t.Fatal(d.err, a.err)
+		}
+		if got := d.conn.Peer.Features&FeatureAdapters != 0; got != reads {
+			t.Fatalf("router reads ADAPTERS %v: WELCOME has the bit %v", reads, got)
+		}
+	}
+}

@@ -115,6 +115,9 @@ func AcceptHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Hello, error)
 	if hello.Features&FeatureContext != 0 && wel.MaxModelLen > 0 {
 		wel.Features |= FeatureContext
 	}
+	if hello.Features&FeatureAdapters == 0 {
+		wel.Features &^= FeatureAdapters // the dialer reads no ADAPTERS frames: none come
+	}
 	if len(cfg.Secret) > 0 {
 		wel.AuthRequired, wel.HasProof = true, true
 		wel.Proof = AcceptorProof(cfg.Secret, &hello.Nonce, &wel.Nonce)
