@@ -199,3 +199,34 @@ func TestPrefixCacheBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestChatIncrementalSharedHead: a hundred conversations with one system
+// prompt and one first message, served turn by turn in turns, all render
+// their later turns incrementally (their replies part them), and as in
+// full.
+func TestChatIncrementalSharedHead(t *testing.T) {
+	q := builtin(t).Chat()
+	ct, err := NewChatTemplate(q.source, q.bos, q.eos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := ct.verdict("", nil)
+	convs := make([][]plainMessage, 100)
+	for i := range convs {
+		m := []plainMessage{{"system", "You are a helpful assistant."}, {"user", "Hi"}}
+		for turn := range 4 {
+			m = append(m, plainMessage{"assistant", fmt.Sprintf("reply %d to conversation %d", turn, i)}, plainMessage{"user", "go on"})
+		}
+		convs[i] = m
+	}
+	for n := 2; n <= len(convs[0]); n += 2 {
+		for _, m := range convs {
+			in := probeInput(m[:n], true, nil)
+			got, incremental, err := ct.renderTurn(ct.prefixes, v, "", in)
+			want, _ := ct.renderFull(in)
+			if err != nil || got != want || incremental != (n > 2) {
+				t.Fatalf("%d messages: incremental %v, %v, equal %v", n, incremental, err, got == want)
+			}
+		}
+	}
+}

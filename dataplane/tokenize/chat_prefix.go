@@ -30,9 +30,9 @@ type chatPrefix struct {
 func (p *chatPrefix) size() int { return len(p.raw) + len(p.text) + len(p.head) + 128 }
 
 // prefixCache holds recent conversation renderings, bounded in bytes,
-// least recently used first out. Prefixes that share their head (and
-// variables) share a bucket, and a lookup compares bytes, never hashes
-// alone: a collision costs a comparison, not a wrong prompt.
+// least recently used first out. Prefixes that share their head and first
+// reply (and variables) share a bucket, and a lookup compares bytes, never
+// hashes alone: a collision costs a comparison, not a wrong prompt.
 type prefixCache struct {
 	mu      sync.Mutex
 	max     int
@@ -61,23 +61,43 @@ func bucketKey(extra string, head []byte) uint64 {
 	return h.Sum64()
 }
 
+// keyEnd is where the bytes that key a prefix's bucket end: past the
+// message after the head (in a chat, the first reply), or past the head
+// when there is none. Conversations of one application share their system
+// prompt and often their first message; they part at the reply.
+func keyEnd(raw []byte, headEnd int) int {
+	comma, ok := commaAt(raw, headEnd)
+	if !ok {
+		return headEnd
+	}
+	end, _, ok := nextElement(raw, comma+1)
+	if !ok {
+		return headEnd
+	}
+	return endOf(raw, end)
+}
+
 // longest returns the longest remembered prefix of raw, a messages array
-// whose head ends at headEnd, that raw continues with a ','.
+// whose head ends at headEnd, that raw continues with a ','. It looks in
+// two buckets: the head's (a prefix that is the head alone) and the first
+// reply's (longer ones).
 func (c *prefixCache) longest(extra string, raw []byte, headEnd int) *chatPrefix {
-	key := bucketKey(extra, raw[:headEnd])
+	keys := [2]uint64{bucketKey(extra, raw[:headEnd]), bucketKey(extra, raw[:keyEnd(raw, headEnd)])}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var best *chatPrefix
-	for _, p := range c.buckets[key] {
-		n := len(p.raw)
-		if p.headEnd != headEnd || n >= len(raw) || (best != nil && n <= len(best.raw)) {
-			continue
-		}
-		if _, comma := commaAt(raw, n); !comma {
-			continue
-		}
-		if p.extra == extra && bytes.Equal(p.raw, raw[:n]) {
-			best = p
+	for _, key := range keys {
+		for _, p := range c.buckets[key] {
+			n := len(p.raw)
+			if p.headEnd != headEnd || n >= len(raw) || (best != nil && n <= len(best.raw)) {
+				continue
+			}
+			if _, comma := commaAt(raw, n); !comma {
+				continue
+			}
+			if p.extra == extra && bytes.Equal(p.raw, raw[:n]) {
+				best = p
+			}
 		}
 	}
 	if best != nil {
@@ -91,7 +111,7 @@ func (c *prefixCache) put(p *chatPrefix) {
 	if p.size() > c.max/4 {
 		return
 	}
-	p.key = bucketKey(p.extra, p.raw[:p.headEnd])
+	p.key = bucketKey(p.extra, p.raw[:keyEnd(p.raw, p.headEnd)])
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.buckets[p.key]
