@@ -95,7 +95,7 @@ bench-once:
 # through KVGATE_LLAMA_SERVER (exported above).
 e2e: llama-server
 	@if $(GO) list -tags e2e ./... 2>/dev/null | grep -q /e2e; then \
-	  $(GO) test -tags e2e,$(TAGS) -count=1 $$($(GO) list -tags e2e ./... | grep /e2e); \
+	  $(GO) test -tags e2e,$(TAGS) -count=1 -timeout 15m $$($(GO) list -tags e2e ./... | grep /e2e); \
 	else echo "e2e: no end-to-end packages yet"; fi
 
 bench:
