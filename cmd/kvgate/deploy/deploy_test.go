@@ -250,6 +250,9 @@ func TestSystemdDropIns(t *testing.T) {
 	if !strings.Contains(string(unit), "ExecStart=/usr/local/bin/kvgate --config /etc/kvgate/kvgate.conf") {
 		t.Error("the unit does not start kvgate with its config file")
 	}
+	if !strings.Contains(string(unit), "ExecReload=/bin/kill -HUP $MAINPID") {
+		t.Error("the unit's reload does not send kvgate SIGHUP")
+	}
 }
 
 // TestPromtoolCheckRules runs promtool on the alert rules; without
