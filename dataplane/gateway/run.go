@@ -201,12 +201,8 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 	}
 	g.addLogprobs(a, ev)
 	a.d.Generated(len(ev.Tokens))
+	text, stopped := a.outputText(g, ev)
 	a.generated += len(ev.Tokens)
-	a.buf = a.detok.Next(a.buf[:0], g.textTokens(a, ev))
-	if ev.Last {
-		a.buf = a.detok.Flush(a.buf)
-	}
-	text, stopped := a.stops.Feed(string(a.buf), ev.Last)
 	if err := a.emit(text, ev.Last || stopped); err != nil {
 		a.s.Cancel(wire.CancelClientGone)
 		return a.out.gone(), false, nil, true
@@ -228,6 +224,25 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 		return 200, false, nil, true
 	}
 	return 0, false, nil, false
+}
+
+// outputText detokenizes the event's tokens and matches stop strings in
+// the text, except in the text of the first min_tokens tokens (vLLM's stop
+// checker starts after them); stopped says a stop string ended it.
+func (a *attempt) outputText(g *Gateway, ev engine.Event) (text string, stopped bool) {
+	toks := g.textTokens(a, ev)
+	free := min(len(toks), max(0, int(a.req.Extras.MinTokens)-a.generated))
+	a.buf = a.detok.Next(a.buf[:0], toks[:free])
+	exempt := len(a.buf)
+	a.buf = a.detok.Next(a.buf, toks[free:])
+	if ev.Last {
+		a.buf = a.detok.Flush(a.buf)
+	}
+	if free == len(toks) && !ev.Last {
+		return string(a.buf), false
+	}
+	text, stopped = a.stops.Feed(string(a.buf[exempt:]), ev.Last)
+	return string(a.buf[:exempt]) + text, stopped
 }
 
 // textTokens are the event's tokens that are output text: with special

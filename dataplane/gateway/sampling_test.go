@@ -200,3 +200,38 @@ func TestGenerateSamplingFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// min_tokens holds stop strings off too, as vLLM's stop checker does: a
+// stop string every token matches ends the output only once min_tokens
+// tokens are out.
+func TestMinTokensHoldsStopStrings(t *testing.T) {
+	base := startGateway(t, nil)
+	tok, err := tokenize.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tok.Encode(nil, " hello", false)[0]
+	word := tok.DecodeString([]uint32{id}, false)
+	before := strings.TrimSuffix(word, "hello") // what precedes the stop string in a token
+	for _, c := range []struct {
+		min  int
+		text string
+		n    float64
+	}{{0, before, 1}, {3, strings.Repeat(word, 3) + before, 4}} {
+		resp, b := post(t, base+"/v1/completions", "", `{"model":"`+model+`","prompt":"Say","max_tokens":6,"stop":["hello"],"min_tokens":`+
+			itoa(uint32(c.min))+`,"logit_bias":{"`+itoa(id)+`":100}}`)
+		var r struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+			Usage map[string]any `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(b), &r); err != nil || resp.StatusCode != 200 || len(r.Choices) != 1 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		// The tokens counted are those received, a frame's worth past the stop.
+		if n, _ := r.Usage["completion_tokens"].(float64); r.Choices[0].Text != c.text || n < c.n {
+			t.Fatalf("min_tokens %d: text %q, usage %v; want %q, %v tokens", c.min, r.Choices[0].Text, r.Usage, c.text, c.n)
+		}
+	}
+}
