@@ -67,8 +67,9 @@ type Engine struct {
 	streams    map[uint32]*Stream
 	nextStream uint32
 
-	load      rankLoads // per rank (ranks.go)
-	lastSeq   []uint64  // per rank; guarded by the read loop
+	load      rankLoads    // per rank (ranks.go)
+	adapters  rankAdapters // per rank, from ADAPTERS (adapters.go)
+	lastSeq   []uint64     // per rank; guarded by the read loop
 	snapshots map[uint16][]kvstore.Event
 	// snapAwait counts the ranks whose first snapshot the session awaits
 	// before the engine takes requests; the session goroutine's (it runs

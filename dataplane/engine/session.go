@@ -52,7 +52,7 @@ func (e *Engine) session(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
 	closeOnDone := context.AfterFunc(hctx, func() { _ = nc.Close() })
 	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
-		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: wire.FeatureS2 | wire.FeatureZstd},
+		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: wire.FeatureS2 | wire.FeatureZstd | wire.FeatureAdapters},
 		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
 	if !closeOnDone() && err == nil {
 		err = fmt.Errorf("handshake: %w", hctx.Err()) // the socket was closed under it
@@ -135,6 +135,7 @@ func (e *Engine) adopt(c *wire.Conn) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.conn = c
+	e.adapters.reset()
 	e.streams = make(map[uint32]*Stream)
 	e.lastSeq = make([]uint64, ranks)
 	e.snapshots = make(map[uint16][]kvstore.Event)
@@ -215,6 +216,12 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint6
 				r.seq = old.seq + 1
 			}
 			e.load.Store(r)
+		case wire.TypeAdapters:
+			var m wire.Adapters
+			if err := wire.DecodeFrame(f, &m, lim); err != nil {
+				return err
+			}
+			e.adapters.apply(&m, AdapterNow())
 		case wire.TypePing:
 			var p wire.Ping
 			if err := wire.DecodeFrame(f, &p, lim); err != nil {
@@ -236,7 +243,7 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint6
 // controlFrame reports whether frames of type t belong on stream 0 only.
 func controlFrame(t wire.Type) bool {
 	switch t {
-	case wire.TypeKVEvents, wire.TypeSnapshot, wire.TypeLoad, wire.TypePing, wire.TypePong, wire.TypeGoaway:
+	case wire.TypeKVEvents, wire.TypeSnapshot, wire.TypeLoad, wire.TypePing, wire.TypePong, wire.TypeGoaway, wire.TypeAdapters:
 		return true
 	}
 	return false

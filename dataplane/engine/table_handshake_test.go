@@ -61,8 +61,9 @@ func TestHandshakeProfile(t *testing.T) {
 			ttReady(t, e)
 
 			hello := c.Peer
-			// wire's dialer adds FeatureTierCosts and FeatureContext itself: it reads a WELCOME's tier costs and context.
-			if want := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureTierCosts | wire.FeatureContext; hello.Role != wire.RoleRouter || hello.ID != "tt-router" || hello.Features != want {
+			// wire's dialer adds FeatureTierCosts and FeatureContext itself: it reads a WELCOME's tier costs and context;
+			// the pool reads ADAPTERS (adapters.go).
+			if want := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureTierCosts | wire.FeatureContext | wire.FeatureAdapters; hello.Role != wire.RoleRouter || hello.ID != "tt-router" || hello.Features != want {
 				t.Errorf("router announced role %d id %q features %#x, want router \"tt-router\" s2|zstd|tier_costs|context",
 					hello.Role, hello.ID, hello.Features)
 			}

@@ -1,55 +1,18 @@
 package route
 
 import (
+	"context"
+	"fmt"
 	"math"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/wire"
 )
-
-func TestAdapterViewCost(t *testing.T) {
-	w := AdapterWeights{LoadMs: 50, HeatWindow: 10 * time.Second}
-	var v AdapterView
-	if c := v.CostMs(3, 0, &w); c != 0 {
-		t.Fatalf("an engine that reports no residency costs %v", c)
-	}
-	v.Apply(&wire.Adapters{Change: wire.AdaptersResident, Slots: 2, LoRAs: []wire.LoRA{{ID: 1}}}, 0)
-	sec := time.Second
-	for _, c := range []struct {
-		name string
-		id   uint32
-		now  time.Duration
-		want float64
-	}{
-		{"base model", 0, sec, 0},
-		{"resident", 1, sec, 0},
-		{"free slot: one load, default time", 2, sec, 50},
-	} {
-		if got := v.CostMs(c.id, c.now, &w); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-	v.Apply(&wire.Adapters{Change: wire.AdaptersLoaded, Slots: 2, LoadNanos: 20e6, LoRAs: []wire.LoRA{{ID: 2}}}, 2*sec)
-	// Both slots taken; adapter 1 idle since 0, adapter 2 loaded at 2 s.
-	v.Sent(1, 5*sec)
-	// Loading 3 evicts adapter 2 (idle since 2 s): a 20 ms load (measured
-	// now) plus 20 ms x exp(-1 s / 10 s).
-	want := 20 + 20*math.Exp(-0.1)
-	if got := v.CostMs(3, 3*sec, &w); math.Abs(got-want) > 1e-9 {
-		t.Fatalf("full: %v, want %v", got, want)
-	}
-	v.Sent(3, 3*sec)
-	if got := v.CostMs(3, 3*sec+5*time.Millisecond, &w); math.Abs(got-15) > 1e-9 {
-		t.Fatalf("load under way: %v, want the 15 ms left", got)
-	}
-	v.Apply(&wire.Adapters{Change: wire.AdaptersEvicted, Slots: 2, LoRAs: []wire.LoRA{{ID: 2}}}, 3*sec)
-	v.Apply(&wire.Adapters{Change: wire.AdaptersLoaded, Slots: 2, LoadNanos: 40e6, LoRAs: []wire.LoRA{{ID: 3}}}, 3*sec)
-	st := v.Stats()
-	if !v.Resident(3) || v.Resident(2) || st.Loads != 2 || st.Evictions != 1 || st.MeanLoad != 30*time.Millisecond {
-		t.Fatalf("stats %+v", st)
-	}
-}
 
 // TestAdapterCostAdds checks that the kv estimate carries the adapter's
 // wait and nothing else changes.
@@ -60,5 +23,87 @@ func TestAdapterCostAdds(t *testing.T) {
 	c.AdapterMs = 42
 	if got := w.Cost(PolicyKV, &c, 512); math.Abs(got-base-42) > 1e-9 {
 		t.Fatalf("%v, want %v + 42", got, base)
+	}
+}
+
+// TestAdapterMs: the base model and an engine without a view cost
+// nothing; a missing adapter one load at the weights' default.
+func TestAdapterMs(t *testing.T) {
+	w := DefaultAdapterWeights()
+	var v engine.AdapterView
+	v.Apply(&wire.Adapters{Change: wire.AdaptersResident, Slots: 8}, 0)
+	if w.AdapterMs(&v, 0, time.Second) != 0 || w.AdapterMs(nil, 3, time.Second) != 0 || w.AdapterMs(&v, 3, time.Second) != w.LoadMs {
+		t.Fatal("adapter costs")
+	}
+}
+
+// TestRouteByResidency: two simulated engines with one adapter slot each.
+// Adapter a goes to either; once it is loaded there, a again goes to that
+// engine (its load is paid), and b goes to the other one rather than evict
+// a, which was used a moment ago.
+func TestRouteByResidency(t *testing.T) {
+	var addrs []string
+	for i := range 2 {
+		cfg := sim.DefaultConfig()
+		cfg.ID, cfg.Speed, cfg.LoadInterval = fmt.Sprintf("sim-%d", i), 100, 5*time.Millisecond
+		cfg.LoRAs, cfg.MaxLoRAs = []wire.LoRA{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}, 1
+		s, err := sim.NewServer(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = s.Serve(ln) }()
+		t.Cleanup(s.Close)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), addrs)
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pool.WaitReady(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range pool.Engines() {
+		checkFor(t, 10*time.Second, time.Millisecond, func() error {
+			if e.Adapters(0) == nil {
+				return fmt.Errorf("no residency from %s", e.Addr)
+			}
+			return nil
+		})
+	}
+	r := New(pool, PolicyKV, DefaultWeights())
+	run := func(model string) *engine.Engine {
+		t.Helper()
+		d, err := r.Route(&Request{Model: model, Tokens: []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lora, _ := d.Engine.Resolve(model)
+		s, err := d.Engine.Generate(&wire.Generate{Model: []byte("kvgate/sim"), LoRAID: lora, MaxTokens: 2, TopP: 1,
+			Flags: wire.GenIgnoreEOS, DPRank: d.WireRank(), Prompt: wire.TokensOf([]uint32{1, 2, 3})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent{d, s}.finish(t)
+		return d.Engine
+	}
+	first := run("a")
+	checkFor(t, 10*time.Second, time.Millisecond, func() error {
+		if !first.Adapters(0).Resident(1) {
+			return fmt.Errorf("a's load not reported by %s", first.Addr)
+		}
+		return nil
+	})
+	if again := run("a"); again != first {
+		t.Fatalf("a went to %s, not to %s where it is resident", again.Addr, first.Addr)
+	}
+	if other := run("b"); other == first {
+		t.Fatalf("b evicted a, used a moment ago, on %s; the other engine had a free slot", first.Addr)
+	}
+	if st := first.Adapters(0).Stats(); st.Loads != 1 || st.Evictions != 0 {
+		t.Fatalf("%s: %+v", first.Addr, st)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/kvstore"
 )
 
@@ -110,8 +111,11 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 				info := e.Info()
 				c.Tiers = r.w.TierCostsOf(&info.TierCosts, bs)
 			}
+			if g.sc.lora != 0 && r.policy == PolicyKV {
+				c.AdapterMs = r.aw.AdapterMs(e.Adapters(cd.rank), g.sc.lora, engine.AdapterNow())
+			}
 			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
-			s.all = append(s.all, scored{cd, matches[i], bs, g.hs})
+			s.all = append(s.all, scored{cd, matches[i], bs, g.hs, g.sc.lora})
 			s.costs = append(s.costs, cost)
 		}
 	}
@@ -120,6 +124,11 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 	}
 	pick := s.all[r.w.PickNearTie(s.costs)]
 	d := &Decision{Engine: pick.e, Rank: pick.rank, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
+	if pick.lora != 0 {
+		if v := pick.e.Adapters(pick.rank); v != nil {
+			v.Sent(pick.lora, engine.AdapterNow()) // resident from now, or loading for this request
+		}
+	}
 	switch {
 	case r.approx != nil:
 		r.recordApprox(pick.cand, pick.hashes)

@@ -55,11 +55,13 @@ type Router struct {
 	mu       sync.Mutex     // guards inflight
 	inflight map[*engine.Engine]*engineLoad
 	fleet    Fleet // other replicas' load; nil when alone
+	// aw weigh a LoRA adapter's load (lora.go); set before routing starts.
+	aw AdapterWeights
 }
 
 // New returns a router.
 func New(pool *engine.Pool, policy Policy, w Weights) *Router {
-	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*engineLoad)}
+	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*engineLoad), aw: DefaultAdapterWeights()}
 	if policy == PolicyApproxPrefix {
 		r.approx = kvstore.New(kvstore.Options{})
 	}

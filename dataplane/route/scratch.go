@@ -43,6 +43,7 @@ type scored struct {
 	match  kvstore.Match
 	bs     int
 	hashes []uint64
+	lora   uint32 // the request's adapter on this candidate (0: none)
 }
 
 // group sorts the candidates that have a Hasher into groups by scheme and

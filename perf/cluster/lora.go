@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/wire"
@@ -120,7 +121,7 @@ func (s *Sim) adapterCost(r *routerState, e, i int) float64 {
 	if !s.loraOn() || s.cfg.Policy == PolicyLoRABlind {
 		return 0
 	}
-	return r.adapters[e].CostMs(s.reqs[i].LoRA, s.now, &s.cfg.AdapterWeights)
+	return s.cfg.AdapterWeights.AdapterMs(&r.adapters[e], s.reqs[i].LoRA, s.now)
 }
 
 // affinity is PolicyLoRAAffinity's pick for request i by router r.
@@ -156,7 +157,7 @@ func (s *Sim) initLoRA() {
 	}
 	empty := &wire.Adapters{Change: wire.AdaptersResident, Slots: uint16(s.cfg.LoRASlots)}
 	for _, r := range s.routers {
-		r.adapters = make([]route.AdapterView, len(s.engines))
+		r.adapters = make([]engine.AdapterView, len(s.engines))
 		for e := range r.adapters {
 			r.adapters[e].Apply(empty, 0) // each engine's first ADAPTERS frame
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/syncring"
@@ -40,7 +41,7 @@ type routerState struct {
 	aslots []kvstore.Slot
 	// adapters are the engines' LoRA residency as this router knows it
 	// (Config.LoRASlots > 0 only).
-	adapters []route.AdapterView
+	adapters []engine.AdapterView
 }
 
 // reserve changes a router's own load on an engine now, and the others'
