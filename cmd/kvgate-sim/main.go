@@ -92,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	fs.Float64Var(&cfg.Speed, "speed", cfg.Speed, "time scale: 60 runs an hour of simulated GPU time in a minute")
 	fs.IntVar(&cfg.DPRanks, "dp-ranks", cfg.DPRanks, "data-parallel ranks (independent schedulers and caches)")
 	loras := fs.String("lora", "", "LoRA adapters as id=name,id=name")
+	fs.IntVar(&cfg.MaxLoRAs, "max-loras", cfg.MaxLoRAs, "LoRA adapter slots per rank (0: every --lora adapter resident); with slots, adapters load on demand, the least recently used idle one evicted, and routers are told (ADAPTERS)")
+	fs.DurationVar(&cfg.LoRALoadTime, "lora-load-time", sim.DefaultLoRALoadTime, "time to load a LoRA adapter into a slot (simulated; divided by --speed)")
 	secretFile := fs.String("secret-file", "", "file holding the shared secret routers must prove (also $KVGATE_SECRET)")
 	fs.DurationVar(&cfg.LoadInterval, "load-interval", cfg.LoadInterval, "period of LOAD reports (0: on request only)")
 	kvEvents := fs.Bool("kv-events", true, "publish KV events and answer snapshot requests (false: routers see nothing of the cache)")

@@ -18,8 +18,16 @@ type Config struct {
 	// DPRanks is the number of data-parallel ranks (independent schedulers
 	// and caches behind one connection).
 	DPRanks int
-	// LoRAs are the adapters the engine claims to have loaded.
+	// LoRAs are the adapters the engine serves: all resident when MaxLoRAs
+	// is 0, else loaded on demand.
 	LoRAs []wire.LoRA
+	// MaxLoRAs, when above 0, gives each rank that many adapter slots
+	// (vLLM's --max-loras): a request for an adapter that is not resident
+	// waits for its load (LoRALoadTime, 0: DefaultLoRALoadTime; divided by
+	// Speed), the least recently used idle adapter is evicted for it, and
+	// the engine announces wire.FeatureAdapters and sends ADAPTERS.
+	MaxLoRAs     int
+	LoRALoadTime time.Duration
 	// Speed divides every simulated duration: 60 runs an hour in a minute.
 	Speed float64
 	// LoadInterval is the period of LOAD reports (0: only on request).
@@ -75,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DPRanks < 1 || c.DPRanks > 1024 {
 		errs = append(errs, fmt.Errorf("sim: %d data-parallel ranks, want 1..1024", c.DPRanks))
+	}
+	if c.MaxLoRAs < 0 || c.MaxLoRAs > 0xffff || c.LoRALoadTime < 0 {
+		errs = append(errs, fmt.Errorf("sim: %d LoRA slots, load time %v: want 0..65535 and not negative", c.MaxLoRAs, c.LoRALoadTime))
 	}
 	if c.Speed <= 0 {
 		errs = append(errs, fmt.Errorf("sim: speed %v must be positive", c.Speed))

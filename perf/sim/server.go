@@ -25,6 +25,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	open map[serve.Key]int // running request -> rank
+	// loras are the ranks' adapter slots (Config.MaxLoRAs > 0 only).
+	loras []*rankLoRA
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -55,6 +57,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); rk.run(ctx) }()
 	}
+	s.initLoRA()
 	if cfg.LoadInterval > 0 {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.reportLoad(ctx) }()
@@ -101,6 +104,9 @@ func (s *Server) handshake() wire.Handshake {
 	if s.cfg.NoSampling {
 		h.Features &^= wire.FeatureSampling
 	}
+	if s.loraOn() {
+		h.Features |= wire.FeatureAdapters
+	}
 	return h
 }
 
@@ -126,11 +132,15 @@ func (b backend) Generate(k serve.Key, g *wire.Generate) error {
 	s.mu.Lock()
 	s.open[k] = r
 	s.mu.Unlock()
+	if !s.admitLoRA(r, req) {
+		return nil // it starts when its adapter is loaded
+	}
 	rk := s.ranks[r]
 	rk.mu.Lock()
 	err := rk.core.Add(req)
 	rk.mu.Unlock()
 	if err != nil {
+		s.releaseLoRA(k)
 		s.mu.Lock()
 		delete(s.open, k)
 		s.mu.Unlock()
@@ -166,6 +176,11 @@ func (b backend) Load() []wire.Load {
 }
 
 func (b backend) Snapshot(conn uint64, id uint32) {
+	// Residency first: a router that reads ADAPTERS knows each rank's
+	// adapters before it knows their cache (PROTOCOL.md 6.9).
+	if b.s.loraOn() && b.s.srv.PeerFeatures(conn)&wire.FeatureAdapters != 0 {
+		_ = b.s.srv.SendTo(conn, b.s.residentLoRA()...)
+	}
 	for _, rk := range b.s.ranks {
 		rk.requestSnapshot(conn, id)
 	}
@@ -239,6 +254,7 @@ func (s *Server) deliver(outs []Output) {
 			s.mu.Lock()
 			delete(s.open, serve.Key(o.Key))
 			s.mu.Unlock()
+			s.releaseLoRA(serve.Key(o.Key))
 		}
 		batch = append(batch, t)
 	}
