@@ -43,12 +43,15 @@ func startLlamaCpp(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.
 	return &llamaBridge{Bridge: llamacpp.NewBridge(e, h, s), c: c, slotCtx: s.SlotContext()}, nil
 }
 
-// handshake announces the server's slot context as the context: each
+// handshake announces the server's slot context as the context (unless
+// --max-model-len says otherwise): each
 // request runs in one slot, so n_ctx / total_slots tokens (llama.cpp's
 // n_ctx per slot, from /props) is the longest it takes.
 func (lb *llamaBridge) handshake() wire.Handshake {
 	hs := lb.c.handshake(lb.Capacity)
-	hs.MaxModelLen = uint32(max(lb.slotCtx, 0))
+	if hs.MaxModelLen == 0 {
+		hs.MaxModelLen = uint32(max(lb.slotCtx, 0))
+	}
 	return hs
 }
 

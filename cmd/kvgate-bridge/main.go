@@ -62,7 +62,7 @@ const (
 type config struct {
 	listen, adminListen, engineURL, kvEvents, kvTopic, replay, model, id, metricsURL string
 	engineKind, tokenizerDir                                                         string
-	blockSize, dpRanks, dpRank, maxBatched, offloadBlockSize                         int
+	blockSize, dpRanks, dpRank, maxBatched, offloadBlockSize, maxModelLen            int
 	hashSeed, gpuBlocks                                                              uint64
 	loras                                                                            []vllm.LoRA
 	secret                                                                           []byte
@@ -93,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.dpRanks, "dp-ranks", 1, "data-parallel ranks; rank r's events come from the endpoint's port + r, as vLLM publishes them")
 	fs.IntVar(&c.dpRank, "dp-rank", -1, "vLLM external data parallelism (an API server per rank, --data-parallel-external-lb): the --data-parallel-rank of the server at --engine-url, fronted as an engine of one rank; its events come from the endpoint's port + rank and its metrics are that rank's (default --id: HOST-bridge-dpRANK; give each rank's bridge its own --listen)")
 	fs.IntVar(&c.maxBatched, "max-batched-tokens", 8192, "the engine's tokens per step (vLLM --max-num-batched-tokens)")
+	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "the engine's context, prompt plus output tokens, announced to routers so they refuse what it cannot take (0: vLLM's max_model_len from /v1/models at start, llama.cpp's slot n_ctx)")
 	fs.Uint64Var(&c.gpuBlocks, "gpu-blocks", 0, "GPU KV blocks of the engine (0: read vllm:cache_config_info from its metrics)")
 	fs.StringVar(&c.metricsURL, "metrics-url", "", "the engine's Prometheus metrics (default ENGINE-URL/metrics)")
 	fs.DurationVar(&c.metricsEvery, "metrics-interval", 500*time.Millisecond, "how often LOAD is read from the metrics")
@@ -272,5 +273,6 @@ func (c *config) handshake(capacity uint64) wire.Handshake {
 	return wire.Handshake{Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: c.id,
 		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest, BlockSize: uint32(c.blockSize),
 		MaxBatchedTokens: uint32(c.maxBatched), HashSeed: c.hashSeed, DPRanks: uint16(c.dpRanks),
-		Models: []string{c.model}, Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: capacity}}}
+		Models: []string{c.model}, Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: capacity}},
+		MaxModelLen: uint32(max(c.maxModelLen, 0))}
 }

@@ -50,6 +50,15 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 			return nil, fmt.Errorf("%w: --engine-kind vllm, but the engine at %s is llama.cpp's server (%s), whose OpenAI API sends no token ids: run kvgate-bridge with --engine-kind llamacpp",
 				errRefused, c.engineURL, why)
 		}
+		if c.maxModelLen == 0 {
+			mctx, mcancel := context.WithTimeout(ctx, 3*time.Second)
+			n, err := vllm.FetchMaxModelLen(mctx, e.Client, c.engineURL, c.model)
+			mcancel()
+			if err != nil {
+				log.Info("the engine's context is not known (give --max-model-len to announce it); routers leave long prompts to the engine", "engine", c.engineURL, "err", err)
+			}
+			c.maxModelLen = n
+		}
 		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
 		if s, err := vllm.FetchSGLangServer(sctx, e.Client, c.engineURL); err == nil {
 			log.Warn("the engine is SGLang: run kvgate-bridge with --engine-kind sglang (through its OpenAI API only recent versions send token ids, cached tokens need --enable-cache-report, and adapters are not named as vLLM names them)",

@@ -150,3 +150,38 @@ func indexBlocks(t *testing.T, admin string) int {
 	}
 	return n
 }
+
+// TestBridgeAnnouncesVLLMContext: the bridge reads the engine's context
+// from vLLM's /v1/models (max_model_len) and announces it, so kvgate
+// answers a prompt the engine cannot take with a 400 naming it, and
+// serves one that fits.
+func TestBridgeAnnouncesVLLMContext(t *testing.T) {
+	f, err := vllmtest.Start(model, 16, 48, vllmtest.Tagged, vllmtest.WithMaxModelLen(512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	br := start(t, "kvgate-bridge", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--engine-url", f.URL,
+		"--model", model, "--block-size", "16", "--id", "vllm-ctx")
+	line := br.waitLog(t, "bridge serving")
+	_, base := startKvgate(t, "--engine", line["addr"].(string))
+	waitReady(t, base)
+	ids := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = 100 + i
+		}
+		return out
+	}
+	resp, body := post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": ids(512), "max_tokens": 1})
+	if resp.StatusCode != 400 || !strings.Contains(string(body), "maximum context length is 512 tokens") {
+		t.Fatalf("a prompt of the whole context: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, base+"/v1/completions", map[string]any{"model": model, "prompt": ids(500), "max_tokens": 12})
+	if resp.StatusCode != 200 {
+		t.Fatalf("a prompt that fits: %d %s", resp.StatusCode, body)
+	}
+	if n := len(f.Requests()); n != 1 {
+		t.Fatalf("the engine got %d requests, want only the one that fits", n)
+	}
+}

@@ -1,6 +1,7 @@
 package vllmtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -78,7 +79,12 @@ type options struct {
 	incremental          bool // SGLang: --incremental-streaming-output
 	topic                *string
 	rank, dpSize         int // SGLang with DP attention (sglang_dp.go)
+	maxModelLen          int // the max_model_len GET /v1/models lists (0: 131072)
 }
+
+// WithMaxModelLen makes GET /v1/models list the model with context n, as
+// vLLM started with --max-model-len n does.
+func WithMaxModelLen(n int) Option { return func(o *options) { o.maxModelLen = n } }
 
 // WithReplayTopic publishes under topic and answers replay requests as a
 // later kv_events.py does, with the topic between the delimiter and the
@@ -147,6 +153,7 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	} else {
 		mux.HandleFunc("POST /v1/completions", f.completions)
 		mux.HandleFunc("GET /metrics", f.metrics)
+		mux.HandleFunc("GET /v1/models", f.models(cmp.Or(a.maxModelLen, 131072)))
 	}
 	f.HTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = f.HTTP.Serve(ln) }()

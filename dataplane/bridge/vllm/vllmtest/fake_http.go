@@ -141,3 +141,19 @@ func (f *Fake) Blocks() int {
 	defer f.mu.Unlock()
 	return len(f.cache)
 }
+
+// models answers GET /v1/models as vLLM does (serving_models.py,
+// show_available_models at 075e9ba): the base model's card with its
+// max_model_len, then one card per adapter, without one.
+func (f *Fake) models(maxModelLen int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cards := []map[string]any{{"id": f.Model, "object": "model", "owned_by": "vllm", "root": f.Model, "parent": nil,
+			"max_model_len": maxModelLen, "permission": []any{}}}
+		for name := range f.loras {
+			cards = append(cards, map[string]any{"id": name, "object": "model", "owned_by": "vllm", "root": "/adapters/" + name,
+				"parent": f.Model, "max_model_len": nil, "permission": []any{}})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": cards})
+	}
+}
