@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,10 +11,16 @@ import (
 // would start at 2 KB and copy its stack as it grows through JSON decoding
 // and encoding (12% of kvgate's CPU under proxyratio.sh before this).
 // There is at most one request in service per connection, so MaxConns
-// bounds them; one idle for workerIdle ends, and Shutdown ends the rest.
+// bounds them. At most maxIdleWorkers wait for work (a burst of streams
+// leaves no more behind than that), one idle for workerIdle ends, and
+// Shutdown ends the rest.
 
-// workerIdle is how long a handler goroutine waits for another request.
-const workerIdle = 10 * time.Second
+const (
+	// workerIdle is how long a handler goroutine waits for another request.
+	workerIdle = 10 * time.Second
+	// maxIdleWorkers bounds the handler goroutines waiting for work.
+	maxIdleWorkers = 256
+)
 
 type task struct {
 	w *ResponseWriter
@@ -23,6 +30,7 @@ type task struct {
 // workers hands requests to idle handler goroutines.
 type workers struct {
 	tasks chan task // unbuffered: a send succeeds only into an idle worker
+	idle  atomic.Int32
 	quit  chan struct{}
 	once  sync.Once
 	wg    sync.WaitGroup
@@ -47,12 +55,19 @@ func (s *Server) work(t task) {
 	for {
 		s.serve(t.w, t.r)
 		t = task{}
+		if s.workers.idle.Add(1) > maxIdleWorkers {
+			s.workers.idle.Add(-1)
+			return
+		}
 		idle.Reset(workerIdle)
 		select {
 		case t = <-s.workers.tasks:
+			s.workers.idle.Add(-1)
 		case <-idle.C:
+			s.workers.idle.Add(-1)
 			return
 		case <-s.workers.quit:
+			s.workers.idle.Add(-1)
 			return
 		}
 	}
