@@ -23,7 +23,7 @@ func RegisterEngines(reg prometheus.Registerer, pool *engine.Pool, router *route
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvgate_index_events_applied_total", Help: "KV events applied."},
 			func() float64 { return float64(pool.EventsApplied()) }),
 		&engineCollector{pool: pool, router: router, http: http},
-		&rankCollector{pool: pool, router: router})
+		&rankCollector{pool: pool, router: router}, &loraCollector{pool: pool})
 }
 
 // engineCollector reports per-engine state and load at scrape time.

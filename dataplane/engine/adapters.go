@@ -26,6 +26,7 @@ type AdapterView struct {
 	// and evictions count the reports.
 	loadNs           float64
 	loads, evictions uint64
+	loadsOf          map[uint32]uint64 // per adapter
 }
 
 // Apply takes an ADAPTERS frame of this rank in, at now.
@@ -51,6 +52,10 @@ func (v *AdapterView) Apply(m *wire.Adapters, now time.Duration) {
 			}
 			delete(v.loading, l.ID)
 			v.loads++
+			if v.loadsOf == nil {
+				v.loadsOf = map[uint32]uint64{}
+			}
+			v.loadsOf[l.ID]++
 			// A running mean: every load counts alike.
 			v.loadNs += (float64(m.LoadNanos) - v.loadNs) / float64(v.loads)
 		}
@@ -156,6 +161,8 @@ type AdapterStats struct {
 	Loads, Evictions uint64
 	// MeanLoad is the mean reported load time (0: none reported).
 	MeanLoad time.Duration
+	// LoadsOf counts the reported loads per adapter.
+	LoadsOf map[uint32]uint64
 }
 
 // Stats returns the view's state; Resident is in no order.
@@ -165,6 +172,12 @@ func (v *AdapterView) Stats() AdapterStats {
 	s := AdapterStats{Known: v.known, Slots: v.slots, Loads: v.loads, Evictions: v.evictions, MeanLoad: time.Duration(v.loadNs)}
 	for id := range v.resident {
 		s.Resident = append(s.Resident, id)
+	}
+	if len(v.loadsOf) > 0 {
+		s.LoadsOf = make(map[uint32]uint64, len(v.loadsOf))
+		for id, n := range v.loadsOf {
+			s.LoadsOf[id] = n
+		}
 	}
 	return s
 }
