@@ -47,7 +47,12 @@ func StartSGLangDP(model string, pageSize, capacity, ranks int, opts ...Option) 
 }
 
 func startSGLangDP(model string, pageSize, capacity, ranks int, opts []Option) (*SGLangDP, error) {
-	events, replay := freePort(), freePort()
+	// Rank r publishes on events+r and answers replays on replay+r: one run
+	// of 2 x ranks ports, so that no rank's port is another socket's (two
+	// ports picked apart are often neighbours, and rank 1's events port
+	// would be rank 0's replay port on every try).
+	events := freePort()
+	replay := events + ranks
 	s := &SGLangDP{}
 	for r := range ranks {
 		o := append(append([]Option(nil), opts...), withRank(r, ranks),
