@@ -1,10 +1,8 @@
 package route
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"testing"
 	"time"
 
@@ -19,32 +17,13 @@ import (
 // that order.
 func simPoolOf(t testing.TB, index *kvstore.Index, change ...func(*sim.Config)) *engine.Pool {
 	t.Helper()
-	var addrs []string
+	cfgs := make([]sim.Config, len(change))
 	for i, ch := range change {
-		cfg := sim.DefaultConfig()
-		cfg.ID, cfg.Rank.Profile, cfg.LoadInterval = fmt.Sprintf("sim-%d", i), sim.ZeroProfile, 0
-		cfg.Rank.GPUBlocks = 1 << 18
-		ch(&cfg)
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = s.Serve(ln) }()
-		t.Cleanup(s.Close)
-		addrs = append(addrs, ln.Addr().String())
+		cfgs[i] = sim.DefaultConfig()
+		cfgs[i].Rank.Profile, cfgs[i].LoadInterval, cfgs[i].Rank.GPUBlocks = sim.ZeroProfile, 0, 1<<18
+		ch(&cfgs[i])
 	}
-	pool := engine.NewPool(engine.DefaultConfig(), index, addrs)
-	t.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, len(addrs)); err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return simEngines(t, index, cfgs...)
 }
 
 func noEvents(c *sim.Config)   { c.NoKVEvents = true }

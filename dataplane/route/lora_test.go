@@ -1,10 +1,8 @@
 package route
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"net"
 	"testing"
 	"time"
 
@@ -42,30 +40,10 @@ func TestAdapterMs(t *testing.T) {
 // engine (its load is paid), and b goes to the other one rather than evict
 // a, which was used a moment ago.
 func TestRouteByResidency(t *testing.T) {
-	var addrs []string
-	for i := range 2 {
-		cfg := sim.DefaultConfig()
-		cfg.ID, cfg.Speed, cfg.LoadInterval = fmt.Sprintf("sim-%d", i), 100, 5*time.Millisecond
-		cfg.LoRAs, cfg.MaxLoRAs = []wire.LoRA{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}, 1
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = s.Serve(ln) }()
-		t.Cleanup(s.Close)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), addrs)
-	t.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	pool := simEngines(t, kvstore.New(kvstore.Options{}), simConfigs(2, func(c *sim.Config) {
+		c.Speed, c.LoadInterval = 100, 5*time.Millisecond
+		c.LoRAs, c.MaxLoRAs = []wire.LoRA{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}, 1
+	})...)
 	for _, e := range pool.Engines() {
 		checkFor(t, 10*time.Second, time.Millisecond, func() error {
 			if e.Adapters(0) == nil {

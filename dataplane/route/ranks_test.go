@@ -1,10 +1,8 @@
 package route
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"testing"
 	"time"
 
@@ -20,30 +18,9 @@ import (
 // are in flight together, as on a real engine.
 func simRankPool(t testing.TB, n, ranks int, speed float64) *engine.Pool {
 	t.Helper()
-	var addrs []string
-	for i := range n {
-		cfg := sim.DefaultConfig()
-		cfg.ID, cfg.DPRanks, cfg.Speed, cfg.LoadInterval = fmt.Sprintf("sim-%d", i), ranks, speed, 5*time.Millisecond
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = s.Serve(ln) }()
-		t.Cleanup(s.Close)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), addrs)
-	t.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return simEngines(t, kvstore.New(kvstore.Options{}), simConfigs(n, func(c *sim.Config) {
+		c.DPRanks, c.Speed, c.LoadInterval = ranks, speed, 5*time.Millisecond
+	})...)
 }
 
 // sent is one request routed and sent as the gateway sends it: the

@@ -1,12 +1,8 @@
 package route
 
 import (
-	"context"
-	"fmt"
 	"math/rand/v2"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/kvstore"
@@ -19,31 +15,11 @@ func simPool(b testing.TB, n int) *engine.Pool { return simPoolRanks(b, n, 1) }
 // simPoolRanks is simPool with engines of ranks data-parallel ranks.
 func simPoolRanks(b testing.TB, n, ranks int) *engine.Pool {
 	b.Helper()
-	var addrs []string
-	for i := range n {
-		cfg := sim.DefaultConfig()
-		cfg.ID, cfg.Rank.Profile, cfg.LoadInterval, cfg.DPRanks = fmt.Sprintf("sim-%d", i), sim.ZeroProfile, 0, ranks
-		cfg.Rank.GPUBlocks = 1 << 18
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() { _ = s.Serve(ln) }()
-		b.Cleanup(s.Close)
-		addrs = append(addrs, ln.Addr().String())
+	change := make([]func(*sim.Config), n)
+	for i := range change {
+		change[i] = func(c *sim.Config) { c.DPRanks = ranks }
 	}
-	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), addrs)
-	b.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, n); err != nil {
-		b.Fatal(err)
-	}
-	return pool
+	return simPoolOf(b, kvstore.New(kvstore.Options{}), change...)
 }
 
 // BenchmarkRouteDecision times one kv routing decision for an 8,192-token
