@@ -3,15 +3,12 @@ package admin
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/route"
-	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/wire"
 )
@@ -23,23 +20,9 @@ func TestLoRAMetrics(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Profile, cfg.Speed = sim.ZeroProfile, 10
 	cfg.LoRAs, cfg.MaxLoRAs, cfg.LoRALoadTime = []wire.LoRA{{ID: 3, Name: "sql"}, {ID: 4, Name: "chat"}}, 1, 20*time.Millisecond
-	s, err := sim.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(s.Close)
-	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), []string{ln.Addr().String()})
-	t.Cleanup(pool.Close)
+	pool := simEnginePool(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := pool.WaitReady(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
 	e := pool.Engines()[0]
 	for _, id := range []uint32{3, 4} {
 		st, err := e.Generate(&wire.Generate{Model: []byte("kvgate/sim"), LoRAID: id, MaxTokens: 1, TopP: 1, DPRank: wire.AnyRank,

@@ -1,9 +1,7 @@
 package admin
 
 import (
-	"context"
 	"errors"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
@@ -23,23 +20,7 @@ import (
 func TestRankMetrics(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.DPRanks, cfg.LoadInterval, cfg.Rank.Profile = 2, 5*time.Millisecond, sim.ZeroProfile
-	s, err := sim.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(s.Close)
-	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), []string{ln.Addr().String()})
-	t.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	pool := simEnginePool(t, cfg)
 	e := pool.Engines()[0]
 	checkFor(t, 30*time.Second, 5*time.Millisecond, func() error {
 		for r := range uint16(2) {
