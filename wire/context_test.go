@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"net"
 	"reflect"
 	"testing"
 )
@@ -41,31 +40,8 @@ func TestContextReachesRouter(t *testing.T) {
 // TestContextOnlyToDialersThatReadIt: a dialer from before the section gets
 // a WELCOME it decodes with the plain layout (no trailing bytes).
 func TestContextOnlyToDialersThatReadIt(t *testing.T) {
-	dc, ac := net.Pipe()
-	defer dc.Close()
-	defer ac.Close()
-	done := make(chan error, 1)
-	go func() {
-		_, err := AcceptHandshake(NewReader(ac, nil), NewWriter(ac), contextEngineCfg(false))
-		done <- err
-	}()
-	old := Hello{Handshake{MinVersion: 1, MaxVersion: 1, Role: RoleRouter, ID: "old-router", Nonce: NewNonce()}}
-	if err := NewWriter(dc).Send(0, &old); err != nil {
-		t.Fatal(err)
-	}
-	f, err := NewReader(dc, nil).ReadFrame()
-	if err != nil || f.Type != TypeWelcome {
-		t.Fatalf("%v %s", err, f.Type)
-	}
-	var asOld Hello
-	if err := asOld.Decode(f.Payload, nil); err != nil {
-		t.Fatalf("an old dialer refuses the WELCOME: %v", err)
-	}
-	if asOld.Features&FeatureContext != 0 {
-		t.Fatalf("WELCOME claims a context section to a dialer that did not ask: %#x", asOld.Features)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if asOld := welcomeToOldDialer(t, contextEngineCfg(true)); asOld.Features&(FeatureContext|FeatureTierCosts) != 0 {
+		t.Fatalf("WELCOME claims optional sections to a dialer that did not ask: %#x", asOld.Features)
 	}
 }
 

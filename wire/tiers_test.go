@@ -43,12 +43,23 @@ func TestTierCostsReachRouter(t *testing.T) {
 // decoder that knows nothing of the section (the HELLO layout: no trailing
 // bytes allowed) accepts.
 func TestTierCostsOnlyToDialersThatReadThem(t *testing.T) {
+	if asOld := welcomeToOldDialer(t, tierEngineCfg()); asOld.Features&FeatureTierCosts != 0 {
+		t.Fatalf("WELCOME claims tier costs to a dialer that did not ask: %#x", asOld.Features)
+	}
+}
+
+// welcomeToOldDialer runs an acceptor of cfg against a dialer from before
+// any optional WELCOME section (its HELLO sets no feature bit) and returns
+// the WELCOME decoded as such a dialer's code would: with the HELLO
+// layout, which allows no trailing bytes.
+func welcomeToOldDialer(t *testing.T, cfg *HandshakeConfig) Hello {
+	t.Helper()
 	dc, ac := net.Pipe()
 	defer dc.Close()
 	defer ac.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := AcceptHandshake(NewReader(ac, nil), NewWriter(ac), tierEngineCfg())
+		_, err := AcceptHandshake(NewReader(ac, nil), NewWriter(ac), cfg)
 		done <- err
 	}()
 	old := Hello{Handshake{MinVersion: 1, MaxVersion: 1, Role: RoleRouter, ID: "old-router", Nonce: NewNonce()}}
@@ -59,16 +70,14 @@ func TestTierCostsOnlyToDialersThatReadThem(t *testing.T) {
 	if err != nil || f.Type != TypeWelcome {
 		t.Fatalf("%v %s", err, f.Type)
 	}
-	var asOld Hello // decodes the payload as version-1 code without the section would
+	var asOld Hello
 	if err := asOld.Decode(f.Payload, nil); err != nil {
 		t.Fatalf("an old dialer refuses the WELCOME: %v", err)
-	}
-	if asOld.Features&FeatureTierCosts != 0 {
-		t.Fatalf("WELCOME claims tier costs to a dialer that did not ask: %#x", asOld.Features)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	return asOld
 }
 
 func TestTierCostsDecodeErrors(t *testing.T) {
