@@ -273,7 +273,14 @@ func TestLlamaCppFleetAPIs(t *testing.T) {
 			if s, ok := c.body["system"].(string); ok {
 				conv = append([]any{map[string]any{"role": "system", "content": s}}, conv...)
 			}
-			ids := kvgateTokens(t, base, map[string]any{"model": model, "messages": conv})
+			tok := map[string]any{"model": model, "messages": conv}
+			if c.path == "/v1/messages" {
+				// A Messages request without `thinking` has thinking off
+				// (the API's default), which Qwen3's template renders as
+				// an empty think block after the generation prompt.
+				tok["chat_template_kwargs"] = map[string]any{"enable_thinking": false}
+			}
+			ids := kvgateTokens(t, base, tok)
 			resp, body := post(t, base+c.path, c.body)
 			got := readAnswer(t, resp, body, stream)
 			if got.status != http.StatusOK {
