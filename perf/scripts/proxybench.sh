@@ -11,34 +11,8 @@ tokens=${3:-16}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; nginx -p "$work" -c nginx.conf -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 
-go build -o "$work/" ./cmd/kvgate
-"$work/kvgate" --sim-engines 4 --sim-profile zero --listen 127.0.0.1:18080 --admin-listen 127.0.0.1:19090 \
-  --log-level warn 2>"$work/kvgate.log" &
-for _ in $(seq 100); do curl -sf 127.0.0.1:18080/ready >/dev/null && break; sleep 0.1; done
-
-body='{"model":"Qwen/Qwen3-8B","prompt":"Hello, how are you today? Tell me about routers.","max_tokens":'"$tokens"',"ignore_eos":true}'
-answer='{"id":"cmpl-1","object":"text_completion","created":0,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"text":" a fixed answer of sixteen tokens from a trivial upstream server","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":12,"completion_tokens":16,"total_tokens":28}}'
-cat > "$work/nginx.conf" <<NGINX
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  upstream trivial { server 127.0.0.1:18181; server 127.0.0.1:18182; server 127.0.0.1:18183; server 127.0.0.1:18184; keepalive 64; }
-  server { listen 127.0.0.1:18181; listen 127.0.0.1:18182; listen 127.0.0.1:18183; listen 127.0.0.1:18184;
-           location / { default_type application/json; return 200 '$answer'; } }
-  server { listen 127.0.0.1:18180;
-           location / { proxy_pass http://trivial; proxy_http_version 1.1; proxy_set_header Connection ""; } }
-}
-NGINX
-nginx -p "$work" -c nginx.conf
-
-cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '$body'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+bin=""
+. perf/scripts/proxysetup.sh
 echo "== kvgate (tokenize, route by KV, wire protocol to 4 zero-cost sims, $tokens tokens back)"
 wrk -t2 -c"$conns" -d"${secs}s" --latency -s "$work/post.lua" http://127.0.0.1:18080/v1/completions
 echo "== nginx (round-robin proxy to 4 trivial upstreams)"
