@@ -10,7 +10,9 @@ import (
 // ones refused from then on, by either header.
 func TestSetAPIKeys(t *testing.T) {
 	g := &Gateway{APIKeys: map[string]bool{"old": true}}
-	with := func(name, value string) *httpx.Request { return &httpx.Request{Header: httpx.Header{{Name: name, Value: value}}} }
+	with := func(name, value string) *httpx.Request {
+		return &httpx.Request{Header: httpx.Header{{Name: name, Value: value}}}
+	}
 	check := func(when string, want map[string]bool) {
 		t.Helper()
 		for key, ok := range want {

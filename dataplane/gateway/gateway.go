@@ -22,10 +22,10 @@ import (
 // Gateway is the request path: it serves the OpenAI and Anthropic APIs,
 // tokenizes, routes and streams tokens back. It implements httpx.Handler.
 type Gateway struct {
-	Tok     *tokenize.Tokenizer
-	Router  *route.Router
-	Pool    *engine.Pool
-	Log     *slog.Logger
+	Tok    *tokenize.Tokenizer
+	Router *route.Router
+	Pool   *engine.Pool
+	Log    *slog.Logger
 	// APIKeys are the keys a request must carry (none: no auth) until
 	// SetAPIKeys replaces them.
 	APIKeys map[string]bool

@@ -18,7 +18,7 @@ type fleetEngine struct {
 	id    string
 	enc   vllmtest.Encoding
 	opts  []vllmtest.Option
-	flags []string // the bridge's, beyond the common ones
+	flags []string          // the bridge's, beyond the common ones
 	loras map[string]uint32 // its adapters' wire ids, as its --lora flags number them
 	f     *vllmtest.Fake
 	addr  string // the bridge's wire listener: kvgate's name for the engine
