@@ -87,6 +87,7 @@ func (r *Router) session(cands []cand, req *Request) *Decision {
 // moment the engine's first event arrives (kvstore.Index.RecordApprox,
 // which costs one atomic load for an engine that has sent events).
 func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, error) {
+	w := r.weights() // one set of weights for the whole decision
 	groups := s.group(cands, req.Model)
 	s.all, s.costs = s.all[:0], s.costs[:0]
 	for gi := range groups {
@@ -109,12 +110,12 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 				// Only a lower-tier hit needs the engine's tier costs: the
 				// handshake's copy is not paid for the common case.
 				info := e.Info()
-				c.Tiers = r.w.TierCostsOf(&info.TierCosts, bs)
+				c.Tiers = w.TierCostsOf(&info.TierCosts, bs)
 			}
 			if g.sc.lora != 0 && r.policy == PolicyKV {
 				c.AdapterMs = r.aw.AdapterMs(e.Adapters(cd.rank), g.sc.lora, engine.AdapterNow())
 			}
-			cost := r.w.Cost(r.policy, &c, len(req.Tokens))
+			cost := w.Cost(r.policy, &c, len(req.Tokens))
 			s.all = append(s.all, scored{cd, matches[i], bs, g.hs, g.sc.lora})
 			s.costs = append(s.costs, cost)
 		}
@@ -122,7 +123,7 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 	if len(s.all) == 0 {
 		return nil, ErrNoEngine
 	}
-	pick := s.all[r.w.PickNearTie(s.costs)]
+	pick := s.all[w.PickNearTie(s.costs)]
 	d := &Decision{Engine: pick.e, Rank: pick.rank, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
 	if pick.lora != 0 {
 		if v := pick.e.Adapters(pick.rank); v != nil {

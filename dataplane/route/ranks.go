@@ -30,7 +30,7 @@ func (r *Router) rankOf(e *engine.Engine, rank uint16) (*engineLoad, *rankLoad) 
 		grown := make([]rankLoad, int(rank)+1)
 		copy(grown, l.ranks)
 		for i := len(l.ranks); i < len(grown); i++ {
-			grown[i].pend.Delay = int64(r.w.ReportDelay)
+			grown[i].pend.Delay = int64(r.weights().ReportDelay)
 		}
 		l.ranks = grown
 	}

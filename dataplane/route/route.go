@@ -48,7 +48,7 @@ var (
 type Router struct {
 	pool     *engine.Pool
 	policy   Policy
-	w        Weights
+	wt       atomic.Pointer[Weights] // the weights in force (SetWeights)
 	rr       atomic.Uint64
 	approx   *kvstore.Index // approx-prefix: the router's own guesses, no events
 	aslots   sync.Map       // *engine.Engine -> []kvstore.Slot (per rank) in approx
@@ -61,7 +61,8 @@ type Router struct {
 
 // New returns a router.
 func New(pool *engine.Pool, policy Policy, w Weights) *Router {
-	r := &Router{pool: pool, policy: policy, w: w, inflight: make(map[*engine.Engine]*engineLoad), aw: DefaultAdapterWeights()}
+	r := &Router{pool: pool, policy: policy, inflight: make(map[*engine.Engine]*engineLoad), aw: DefaultAdapterWeights()}
+	r.wt.Store(&w)
 	if policy == PolicyApproxPrefix {
 		r.approx = kvstore.New(kvstore.Options{})
 	}
@@ -83,7 +84,7 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 		return nil, ErrNoEngine
 	}
 	cands := s.cands
-	if r.w.MaxInflight > 0 {
+	if r.weights().MaxInflight > 0 {
 		s.room = r.withRoom(s.room[:0], cands)
 		cands = s.room
 	}
@@ -137,7 +138,7 @@ func (r *Router) withRoom(out, cands []cand) []cand {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range cands {
-		if r.loadOf(c.e).Requests < int64(r.w.MaxInflight) {
+		if r.loadOf(c.e).Requests < int64(r.weights().MaxInflight) {
 			out = append(out, c)
 		}
 	}
