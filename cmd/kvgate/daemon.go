@@ -98,7 +98,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	status := admin.StatusSource{State: state, Metrics: reg}
 	d.admin.MountStatus(status, history, statusEvery)
 	d.admin.MountEngines(d.disc, c.discovery.token)
-	reload := newReloader(c, gw, d.pool, log)
+	reload := newReloader(c, gw, router, d.pool, log)
 	d.admin.MountReload(func() (*admin.ReloadResult, error) { return reload.reload("POST /admin/reload") }, c.discovery.token)
 	if err := d.admin.Listen(c.adminListen); err != nil {
 		d.close()

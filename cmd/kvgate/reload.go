@@ -16,17 +16,26 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/admin"
 	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/route"
 )
 
-// liveFlags are the flags a reload applies while serving. A change the
-// config file makes to any other flag is refused: logged with the flag's
-// name, the value in force kept until a restart. The routing weights
-// (--prefill-rate, --decode-weight, ...) are among the refused: the
-// router reads them unguarded on every decision and has no setter yet.
-var liveFlags = map[string]bool{"api-key": true, "api-key-file": true, "log-level": true, "engine": true}
+// liveFlags are the flags a reload applies while serving: API keys, the
+// log level, the engine list and the routing weights. A change the config
+// file makes to any other flag is refused: logged with the flag's name,
+// the value in force kept until a restart.
+var liveFlags = map[string]bool{"api-key": true, "api-key-file": true, "log-level": true, "engine": true,
+	"prefill-rate": true, "cpu-block-cost": true, "decode-weight": true, "tie-fraction": true,
+	"report-delay": true, "max-inflight": true}
+
+// weightFlags are the routing weights among liveFlags, in the order a
+// reload reports them.
+var weightFlags = []string{"prefill-rate", "cpu-block-cost", "decode-weight", "tie-fraction", "report-delay", "max-inflight"}
 
 // keySetter is where reloaded API keys go (gateway.Gateway).
 type keySetter interface{ SetAPIKeys(map[string]bool) }
+
+// weightSetter is where reloaded routing weights go (route.Router).
+type weightSetter interface{ SetWeights(route.Weights) error }
 
 // reloader applies a re-read configuration (SIGHUP, POST /admin/reload):
 // the command line parsed again, and with it the --config file and the
@@ -36,14 +45,15 @@ type reloader struct {
 	cur  *config    // the configuration in force
 	file map[string][]string
 	keys keySetter
+	wts  weightSetter // nil: weights are not reloaded
 	pool *engine.Pool
 	log  *slog.Logger
 }
 
 // newReloader starts from the configuration c the daemon runs with.
-func newReloader(c *config, keys keySetter, pool *engine.Pool, log *slog.Logger) *reloader {
+func newReloader(c *config, keys keySetter, wts weightSetter, pool *engine.Pool, log *slog.Logger) *reloader {
 	file, _ := fileValues(c.configFile) // parseFlags read it a moment ago
-	return &reloader{cur: c, file: file, keys: keys, pool: pool, log: log}
+	return &reloader{cur: c, file: file, keys: keys, wts: wts, pool: pool, log: log}
 }
 
 // watch reloads on every SIGHUP until ctx ends. SIGHUP is caught from
@@ -125,8 +135,32 @@ func (r *reloader) reload(why string) (*admin.ReloadResult, error) {
 	if r.applyEngines(next.engines) {
 		res.Applied = append(res.Applied, "--engine")
 	}
+	res.Applied = append(res.Applied, r.applyWeights(next.weights, changed, onCommandLine)...)
 	r.log.Info("config reloaded", "trigger", why, "applied", res.Applied, "refused", res.Refused)
 	return res, nil
+}
+
+// applyWeights puts new routing weights in force, if they differ from
+// those in force, and returns the weight flags the file changed (not
+// those the command line sets: its value stands).
+func (r *reloader) applyWeights(next route.Weights, changed []string, onCommandLine map[string]bool) []string {
+	if r.wts == nil || next == r.cur.weights {
+		return nil
+	}
+	if err := r.wts.SetWeights(next); err != nil {
+		r.log.Error("reload: routing weights refused; those in force stay", "err", err)
+		return nil
+	}
+	r.log.Info("reload: routing weights replaced", "prefill_rate", next.PrefillTokensPerMs,
+		"decode_weight", next.DecodeMsPerKToken, "tie_fraction", next.TieFraction, "max_inflight", next.MaxInflight)
+	r.cur.weights = next
+	var applied []string
+	for _, name := range weightFlags {
+		if slices.Contains(changed, name) && !onCommandLine[name] {
+			applied = append(applied, "--"+name)
+		}
+	}
+	return applied
 }
 
 // applyEngines adds the --engine addresses new in want and removes those

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/kvstore"
 )
 
@@ -44,7 +45,7 @@ func TestReload(t *testing.T) {
 	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), c.engines)
 	t.Cleanup(pool.Close)
 	rec := &keyRecorder{}
-	r := newReloader(c, rec, pool, slog.New(slog.DiscardHandler))
+	r := newReloader(c, rec, nil, pool, slog.New(slog.DiscardHandler))
 
 	write("keys", "new-key\nother-key\n")
 	write("kvgate.conf", "engine=127.0.0.1:2,127.0.0.1:3\napi-key-file="+keys+"\nlog-level=debug\nretries=5\nmax-model-len=8192\n")
@@ -90,6 +91,49 @@ func TestReload(t *testing.T) {
 	}
 	if c.logLevel.Level() != slog.LevelDebug || len(rec.keys) != 1 || !slices.Equal(c.engines, []string{"127.0.0.1:2", "127.0.0.1:3"}) {
 		t.Fatalf("an invalid file changed something: level %v, keys %v, engines %v", c.logLevel.Level(), rec.keys, c.engines)
+	}
+}
+
+// TestReloadWeights: a reload puts the file's new routing weights in force
+// on a live router, a value the command line sets is left alone, and
+// weights the router refuses keep those in force.
+func TestReloadWeights(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "kvgate.conf")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("engine=127.0.0.1:1\nprefill-rate=66\ndecode-weight=0.05\n")
+	c, err := parseFlags([]string{"--config", conf, "--tie-fraction", "0.1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := engine.NewPool(engine.DefaultConfig(), kvstore.New(kvstore.Options{}), c.engines)
+	t.Cleanup(pool.Close)
+	router := route.New(pool, route.PolicyKV, c.weights)
+	r := newReloader(c, &keyRecorder{}, router, pool, slog.New(slog.DiscardHandler))
+
+	write("engine=127.0.0.1:1\nprefill-rate=120\ndecode-weight=0.2\nmax-inflight=64\ntie-fraction=0.5\n")
+	res, err := r.reload("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--prefill-rate", "--decode-weight", "--max-inflight"}; !slices.Equal(res.Applied, want) || len(res.Refused) != 0 {
+		t.Fatalf("applied %v refused %v, want %v and none", res.Applied, res.Refused, want)
+	}
+	w := router.Weights()
+	if w.PrefillTokensPerMs != 120 || w.DecodeMsPerKToken != 0.2 || w.MaxInflight != 64 || w.TieFraction != 0.1 {
+		t.Fatalf("weights in force %+v (tie fraction is on the command line: 0.1)", w)
+	}
+
+	write("engine=127.0.0.1:1\nprefill-rate=120\ndecode-weight=-1\n")
+	if res, err = r.reload("test"); err != nil || slices.Contains(res.Applied, "--decode-weight") {
+		t.Fatalf("a negative decode weight: %+v %v", res, err)
+	}
+	if got := router.Weights(); got.DecodeMsPerKToken != 0.2 {
+		t.Fatalf("refused weights changed the router: %+v", got)
 	}
 }
 
