@@ -65,6 +65,13 @@ func goldenCases() []goldenCase {
 				Features: FeatureSnapshot | FeatureLoadRequest | FeatureContext, BlockSize: 16,
 				MaxBatchedTokens: 8192, Nonce: an, ID: "engine-c", Models: []string{"Qwen/Qwen3-8B"},
 				Tiers: []TierCapacity{{TierGPU, 16384}}, MaxModelLen: 32768}}},
+		{name: "welcome_engine_groups", about: "WELCOME from a hybrid engine announcing its KV cache groups (FeatureHybridGroups, sent because the router's HELLO had it): full attention, then a 128-token sliding window, then a Mamba group with 64-token blocks",
+			msg: &Welcome{Handshake{
+				MinVersion: 1, MaxVersion: 1, Role: RoleEngine, HashScheme: HashXXH3Chained,
+				Features: FeatureSnapshot | FeatureHybridGroups, BlockSize: 16, MaxBatchedTokens: 8192, Nonce: an,
+				ID: "engine-h", Models: []string{"openai/gpt-oss-20b"}, Tiers: []TierCapacity{{TierGPU, 16384}},
+				Groups: []Group{{Kind: GroupFull, BlockSize: 16}, {Kind: GroupSlidingWindow, BlockSize: 16, Window: 128},
+					{Kind: GroupMamba, BlockSize: 64}}}}},
 		{name: "auth", about: "AUTH: HMAC-SHA256(\"s3cret\", \"kvgate wire v1 dialer\" || welcome_nonce || hello_nonce)",
 			msg: &Auth{Proof: DialerProof(secret, &dn, &an)}},
 		{name: "ping", about: "PING with opaque data", msg: &Ping{Data: 0x0102030405060708}},

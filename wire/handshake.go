@@ -115,6 +115,10 @@ func AcceptHandshake(r *Reader, w *Writer, cfg *HandshakeConfig) (*Hello, error)
 	if hello.Features&FeatureContext != 0 && wel.MaxModelLen > 0 {
 		wel.Features |= FeatureContext
 	}
+	wel.Features &^= FeatureHybridGroups // groups go only to a dialer that keeps them apart
+	if hello.Features&FeatureHybridGroups != 0 && len(wel.Groups) > 0 {
+		wel.Features |= FeatureHybridGroups
+	}
 	if hello.Features&FeatureAdapters == 0 {
 		wel.Features &^= FeatureAdapters // the dialer reads no ADAPTERS frames: none come
 	}

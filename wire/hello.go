@@ -88,7 +88,7 @@ const (
 	FeaturePrefillOnly  Feature = 1 << 6  // a prefill worker of a disaggregated pair
 	FeatureDecodeOnly   Feature = 1 << 7  // a decode worker of a disaggregated pair
 	FeatureMultimodal   Feature = 1 << 8  // accepts multimodal items in GENERATE
-	FeatureHybridGroups Feature = 1 << 9  // reports attention groups (hybrid models)
+	FeatureHybridGroups Feature = 1 << 9  // HELLO: reads a WELCOME's KV cache groups; WELCOME: carries them (groups.go)
 	FeatureGuided       Feature = 1 << 10 // honours GENERATE.guided (structured outputs)
 	FeatureTierCosts    Feature = 1 << 11 // HELLO: reads a WELCOME's tier costs; WELCOME: carries them (TierCosts)
 )
@@ -120,6 +120,7 @@ type LoRA struct {
 //	| loras u16 n, (id u32, name str16) x n | tiers u8 n, (tier u8, reserved [7], blocks u64) x n |
 //	| WELCOME with FeatureTierCosts only: tier costs (TierCosts) |
 //	| WELCOME with FeatureContext only: max_model_len u32 | reserved [4] |
+//	| WELCOME with FeatureHybridGroups only: groups (groups.go) |
 type Handshake struct {
 	MinVersion, MaxVersion uint16
 	Role                   Role
@@ -147,6 +148,10 @@ type Handshake struct {
 	// MaxModelLen (a WELCOME with FeatureContext) is the engine's context
 	// in tokens, prompt plus output; 0 when it does not say.
 	MaxModelLen uint32
+	// Groups (a WELCOME with FeatureHybridGroups) are the engine's KV cache
+	// groups, in the order KV events number them (groups.go); empty for an
+	// engine with one full-attention cache, or a dialer that did not ask.
+	Groups []Group
 }
 
 func (h *Handshake) appendPayload(dst []byte, welcome bool) ([]byte, error) {
@@ -200,6 +205,9 @@ func (h *Handshake) appendPayload(dst []byte, welcome bool) ([]byte, error) {
 	}
 	if welcome && h.Features&FeatureContext != 0 {
 		appendContext(&e, h.MaxModelLen)
+	}
+	if welcome && h.Features&FeatureHybridGroups != 0 {
+		appendGroups(&e, h.Groups)
 	}
 	return e.b, e.err
 }
@@ -262,6 +270,9 @@ func (h *Handshake) decode(p []byte, lim *Limits, welcome bool) error {
 	}
 	if welcome && h.Features&FeatureContext != 0 {
 		h.MaxModelLen = decodeContext(&c)
+	}
+	if welcome && h.Features&FeatureHybridGroups != 0 {
+		h.Groups = decodeGroups(&c, h.BlockSize)
 	}
 	if c.err == nil && (h.Role < RoleRouter || h.Role > RolePeer) {
 		c.fail(ErrBadValue, "role")
