@@ -22,6 +22,14 @@ import (
 // Gateway is the request path: it serves the OpenAI and Anthropic APIs,
 // tokenizes, routes and streams tokens back. It implements httpx.Handler.
 type Gateway struct {
+	// Models are the models served, each with its own tokenizer, parsers,
+	// context limit and aliases (model.go); a request for a model none of
+	// them names is refused. Without Models, the gateway serves whatever
+	// model names the engines announce with Tok, MaxModelLen, ToolParser
+	// and ReasoningParser (the one-model shorthand).
+	Models []*Model
+	cat    catalogOnce
+	// Tok is the one-model shorthand's tokenizer (unused with Models).
 	Tok    *tokenize.Tokenizer
 	Router *route.Router
 	Pool   *engine.Pool
@@ -47,7 +55,6 @@ type Gateway struct {
 	// template), ReasoningParser its reasoning (qwen3, deepseek_r1, none;
 	// "": the template's <think>).
 	ToolParser, ReasoningParser string
-	choice                      parserChoice
 }
 
 // ServeHTTP implements httpx.Handler.

@@ -10,29 +10,47 @@ import (
 )
 
 func (g *Gateway) completions(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
-	req, e := api.DecodeCompletion(r.Body, g.checkModel)
-	return g.generate(w, r, reqID, req, e)
+	p := &modelPick{g: g}
+	req, e := api.DecodeCompletion(r.Body, p.check)
+	return g.generate(w, r, reqID, req, p, e)
 }
 
 func (g *Gateway) chatCompletions(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
-	req, e := api.DecodeChat(r.Body, g.checkModel)
-	return g.generate(w, r, reqID, req, e)
+	p := &modelPick{g: g}
+	req, e := api.DecodeChat(r.Body, p.check)
+	return g.generate(w, r, reqID, req, p, e)
 }
 
 func (g *Gateway) messages(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
-	req, e := api.DecodeMessages(r.Body, g.checkModel)
-	return g.generate(w, r, reqID, req, e)
+	p := &modelPick{g: g}
+	req, e := api.DecodeMessages(r.Body, p.check)
+	return g.generate(w, r, reqID, req, p, e)
 }
 
 func (g *Gateway) responses(w *httpx.ResponseWriter, r *httpx.Request, reqID string) int {
-	req, e := api.DecodeResponses(r.Body, g.checkModel)
-	return g.generate(w, r, reqID, req, e)
+	p := &modelPick{g: g}
+	req, e := api.DecodeResponses(r.Body, p.check)
+	return g.generate(w, r, reqID, req, p, e)
+}
+
+// modelPick is a decoder's model check (api.ModelCheck) that keeps the
+// model it found: the name engines know it by and its tokenizer.
+type modelPick struct {
+	g    *Gateway
+	name string
+	m    *Model
+}
+
+func (p *modelPick) check(model string) *api.Error {
+	var e *api.Error
+	p.name, p.m, e = p.g.modelFor(model)
+	return e
 }
 
 // generate serves a decoded generation request of any API: it checks the
-// model and the prompt against the fleet and the tokenizer, then hands the
-// request to an HTTP engine or runs it on the wire engines.
-func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID string, req *api.Request, e *api.Error) int {
+// model and the prompt against the fleet and the model's tokenizer, then
+// hands the request to an HTTP engine or runs it on the wire engines.
+func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID string, req *api.Request, p *modelPick, e *api.Error) int {
 	flavor := api.OpenAI
 	if req != nil {
 		flavor = req.Kind.Flavor()
@@ -41,22 +59,26 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	}
 	var tokens []uint32
 	var prompt string
+	if e == nil && p.m == nil {
+		e = p.check(req.Model) // every decoder checks the model; this is a guard
+	}
 	if e == nil {
+		req.Model = p.name // an alias is served as its model
 		e = checkFields(req)
 	}
 	if e == nil {
-		e = g.checkExtras(req)
+		e = checkExtras(p.m, req)
 	}
 	if e == nil {
-		tokens, prompt, e = g.promptTokens(req)
+		tokens, prompt, e = g.promptTokens(p.m, req)
 	}
 	if e == nil {
-		e = g.fitContext(req, len(tokens))
+		e = g.fitContext(p.m, req, len(tokens))
 	}
 	if e != nil {
 		return writeError(w, flavor, e)
 	}
-	gr := &genRequest{Request: req, id: reqID, tokens: tokens, parser: g.outputParser(req, prompt), prompt: prompt}
+	gr := &genRequest{Request: req, id: reqID, tokens: tokens, model: p.m, parser: outputParser(p.m, req, prompt), prompt: prompt}
 	if status, ok := g.passthrough(w, r, gr, flavor); ok {
 		return status
 	}
@@ -89,72 +111,61 @@ func (g *Gateway) echo(req *genRequest) string {
 	case !req.Echo:
 		return ""
 	case req.Prompt.IsIDs:
-		return g.Tok.DecodeString(req.tokens, false)
+		return req.model.Tok.DecodeString(req.tokens, false)
 	}
 	return req.Prompt.Text
 }
 
-// checkModel refuses a model no engine serves: 404, or 503 while some
-// engine has not yet said what it serves.
-func (g *Gateway) checkModel(model string) *api.Error {
-	if g.serves(model) {
-		return nil
-	}
-	if g.connecting() {
-		return &api.Error{Status: 503, Message: "engines are still connecting; model " + model + " is not known yet", RetryAfter: 1}
-	}
-	return api.NotFound(fmt.Sprintf("model %q is not served here (see GET /v1/models)", model))
-}
-
-// promptTokens tokenizes the request's prompt or renders and tokenizes
-// its conversation (returning the rendered text too), giving up as soon
-// as it is over the prompt limit.
-func (g *Gateway) promptTokens(req *api.Request) ([]uint32, string, *api.Error) {
-	limit := g.promptCap(req.Model)
+// promptTokens tokenizes the request's prompt with model m's tokenizer,
+// or renders and tokenizes its conversation (returning the rendered text
+// too), giving up as soon as it is over the prompt limit.
+func (g *Gateway) promptTokens(m *Model, req *api.Request) ([]uint32, string, *api.Error) {
+	limit := g.promptCap(m, req.Model)
 	if req.Kind != api.Completion {
-		return g.chatTokens(&req.Conversation, limit, req)
+		return g.chatTokens(m, &req.Conversation, limit, req)
 	}
 	if !req.Prompt.IsIDs {
-		ids, over, counted := encodeBounded(g.Tok, req.Prompt.Text, true, limit)
+		ids, over, counted := encodeBounded(m.Tok, req.Prompt.Text, true, limit)
 		if over {
-			return nil, "", g.overPrompt(req, counted)
+			return nil, "", g.overPrompt(m, req, counted)
 		}
 		return ids, req.Prompt.Text, nil
 	}
-	if e := g.checkVocab("prompt", req.Prompt.IDs); e != nil {
+	if e := checkVocab(m.Tok, "prompt", req.Prompt.IDs); e != nil {
 		return nil, "", e
 	}
 	return req.Prompt.IDs, "", nil
 }
 
 // checkVocab refuses token ids outside the tokenizer's vocabulary.
-func (g *Gateway) checkVocab(field string, ids []uint32) *api.Error {
+func checkVocab(tok *tokenize.Tokenizer, field string, ids []uint32) *api.Error {
 	for _, id := range ids {
-		if int(id) >= g.Tok.VocabSize() {
+		if int(id) >= tok.VocabSize() {
 			return api.BadRequest(field, fmt.Sprintf("token id %d is outside the vocabulary", id))
 		}
 	}
 	return nil
 }
 
-// chatTokens renders and tokenizes a conversation as the tokenizer's
-// EncodeChat does (added tokens recognised, no post-processor tokens),
-// giving up past limit tokens (0: no limit).
-func (g *Gateway) chatTokens(c *api.Conversation, limit int, req *api.Request) ([]uint32, string, *api.Error) {
-	tmpl := g.Tok.Chat()
+// chatTokens renders and tokenizes a conversation with model m's chat
+// template and tokenizer as the tokenizer's EncodeChat does (added tokens
+// recognised, no post-processor tokens), giving up past limit tokens (0:
+// no limit).
+func (g *Gateway) chatTokens(m *Model, c *api.Conversation, limit int, req *api.Request) ([]uint32, string, *api.Error) {
+	tmpl := m.Tok.Chat()
 	if tmpl == nil {
-		return nil, "", api.BadRequest("messages", "the tokenizer has no chat template")
+		return nil, "", api.BadRequest("messages", "the tokenizer of this model has no chat template")
 	}
 	text, err := tmpl.Render(&tokenize.ChatInput{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt, Extra: c.Kwargs})
 	if err != nil {
 		return nil, "", api.BadRequest("messages", err.Error())
 	}
 	if limit <= 0 {
-		return g.Tok.Encode(nil, text, false), text, nil
+		return m.Tok.Encode(nil, text, false), text, nil
 	}
-	ids, over, counted := encodeBounded(g.Tok, text, false, limit)
+	ids, over, counted := encodeBounded(m.Tok, text, false, limit)
 	if over {
-		return nil, "", g.overPrompt(req, counted)
+		return nil, "", g.overPrompt(m, req, counted)
 	}
 	return ids, text, nil
 }

@@ -23,15 +23,16 @@ import (
 // is cut to what the context leaves, as vLLM does.
 
 // contextLength is model's context in tokens (prompt plus output): the
-// smallest of MaxModelLen and what the model's engines announce in their
-// handshakes (wire.FeatureContext), else the tokenizer's
+// smallest of the model's MaxModelLen and what its engines announce in
+// their handshakes (wire.FeatureContext), else the tokenizer's
 // model_max_length; 0 when unknown. The smallest, so that whichever
-// engine the router picks can take the request.
-func (g *Gateway) contextLength(model string) int {
-	ctx := g.MaxModelLen
+// engine the router picks can take the request. name is the model's name
+// as engines know it (an alias resolved; an adapter's own name).
+func (g *Gateway) contextLength(m *Model, name string) int {
+	ctx := m.MaxModelLen
 	if g.Pool != nil {
 		for _, e := range g.Pool.Engines() {
-			if n := int(e.Info().MaxModelLen); n > 0 && e.Serves(model) && (ctx <= 0 || n < ctx) {
+			if n := int(e.Info().MaxModelLen); n > 0 && e.Serves(name) && (ctx <= 0 || n < ctx) {
 				ctx = n
 			}
 		}
@@ -39,14 +40,15 @@ func (g *Gateway) contextLength(model string) int {
 	if ctx > 0 {
 		return ctx
 	}
-	return g.Tok.Config.ModelMaxLength
+	return m.Tok.Config.ModelMaxLength
 }
 
-// promptCap is the most prompt tokens a request for model may have: one
-// less than the context (room for one output token) and the wire's limit.
-func (g *Gateway) promptCap(model string) int {
+// promptCap is the most prompt tokens a request for model m may have:
+// one less than the context (room for one output token) and the wire's
+// limit.
+func (g *Gateway) promptCap(m *Model, name string) int {
 	limit := wire.DefaultMaxTokens
-	if ctx := g.contextLength(model); ctx > 0 {
+	if ctx := g.contextLength(m, name); ctx > 0 {
 		limit = min(limit, ctx-1)
 	}
 	return max(limit, 0)
@@ -67,11 +69,11 @@ func checkFields(req *api.Request) *api.Error {
 
 // fitContext checks the prompt against the context and the wire, and
 // the output limit against what the context leaves.
-func (g *Gateway) fitContext(req *api.Request, promptLen int) *api.Error {
+func (g *Gateway) fitContext(m *Model, req *api.Request, promptLen int) *api.Error {
 	if promptLen == 0 {
 		return api.BadRequest("prompt", "prompt is empty")
 	}
-	ctx, limit := g.contextLength(req.Model), g.promptCap(req.Model)
+	ctx, limit := g.contextLength(m, req.Model), g.promptCap(m, req.Model)
 	if promptLen > limit {
 		if ctx > 0 && promptLen >= ctx {
 			return api.BadRequest(promptField(req), fmt.Sprintf("this model's maximum context length is %d tokens; the prompt has %d, leaving no room for output", ctx, promptLen))
@@ -95,9 +97,9 @@ func (g *Gateway) fitContext(req *api.Request, promptLen int) *api.Error {
 
 // overPrompt is the answer to a prompt the tokenizer gave up on: it is
 // known to hold more than limit tokens.
-func (g *Gateway) overPrompt(req *api.Request, atLeast int) *api.Error {
+func (g *Gateway) overPrompt(m *Model, req *api.Request, atLeast int) *api.Error {
 	return api.BadRequest(promptField(req), fmt.Sprintf("the prompt has more than %d tokens; at most %d are accepted (context length %d)",
-		atLeast, g.promptCap(req.Model), g.contextLength(req.Model)))
+		atLeast, g.promptCap(m, req.Model), g.contextLength(m, req.Model)))
 }
 
 func promptField(req *api.Request) string {

@@ -12,7 +12,7 @@ import (
 // Output parsing of chats: which tool-call syntax and whether <think>
 // reasoning apply are read once from the chat template (as vLLM's
 // --tool-call-parser and --reasoning-parser would be set for the model),
-// unless ToolParser or ReasoningParser name them.
+// unless ToolParser or ReasoningParser name them; each Model has its own.
 type parserChoice struct {
 	once      sync.Once
 	tools     *api.ToolSyntax
@@ -23,38 +23,38 @@ type parserChoice struct {
 // the template) and "none"; both read <think>...</think>.
 var ReasoningParsers = []string{"qwen3", "deepseek_r1"}
 
-func (g *Gateway) parsers() *parserChoice {
-	g.choice.once.Do(func() {
+func (m *Model) parsers() *parserChoice {
+	m.choice.once.Do(func() {
 		src := ""
-		if t := g.Tok.Chat(); t != nil {
+		if t := m.Tok.Chat(); t != nil {
 			src = t.Source()
 		}
-		switch g.ToolParser {
+		switch m.ToolParser {
 		case "":
-			g.choice.tools = api.ToolSyntaxOf(src)
+			m.choice.tools = api.ToolSyntaxOf(src)
 		default:
-			g.choice.tools, _ = api.ToolSyntaxNamed(g.ToolParser) // validated by the flags
+			m.choice.tools, _ = api.ToolSyntaxNamed(m.ToolParser) // validated by the flags (Model.Check)
 		}
-		switch g.ReasoningParser {
+		switch m.ReasoningParser {
 		case "":
-			g.choice.reasoning = strings.Contains(src, api.ThinkEnd)
+			m.choice.reasoning = strings.Contains(src, api.ThinkEnd)
 		case "none":
 		default:
-			g.choice.reasoning = true
+			m.choice.reasoning = true
 		}
 	})
-	return &g.choice
+	return &m.choice
 }
 
-// outputParser is the parser chain of a chat's output: reasoning when the
-// model thinks, tool calls when the request offered tools it may call.
-// prompt is the rendered prompt.
-func (g *Gateway) outputParser(req *api.Request, prompt string) *api.OutputParser {
+// outputParser is the parser chain of a chat's output for model m:
+// reasoning when the model thinks, tool calls when the request offered
+// tools it may call. prompt is the rendered prompt.
+func outputParser(m *Model, req *api.Request, prompt string) *api.OutputParser {
 	o := &api.OutputParser{}
 	if req.Kind == api.Completion {
 		return o
 	}
-	c := g.parsers()
+	c := m.parsers()
 	if c.reasoning {
 		o.Reasoning = api.NewReasoningParser(prompt)
 	}

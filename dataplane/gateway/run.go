@@ -17,6 +17,8 @@ type genRequest struct {
 	*api.Request
 	id     string
 	tokens []uint32
+	// model is the served model: its tokenizer and parsers (model.go).
+	model *Model
 	// parser splits a chat's output into text, reasoning and tool calls.
 	parser *api.OutputParser
 	// prompt is the rendered prompt text, from which a choice's own parser
@@ -154,7 +156,7 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 	// With tools, special tokens are text (vLLM's chat endpoint sets
 	// skip_special_tokens false then): some models' call markers are.
 	keepSpecial := req.parser.Tools != nil
-	a := &attempt{req: req, d: d, s: s, out: out, detok: g.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now()}
+	a := &attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now()}
 	timeout := time.NewTimer(g.FirstTokenTimeout)
 	defer timeout.Stop()
 	for {
@@ -252,7 +254,7 @@ func (g *Gateway) textTokens(a *attempt, ev engine.Event) []uint32 {
 	toks := ev.Tokens
 	if n := len(toks); n > 0 && ev.Last && ev.Finish == wire.FinishStop && a.req.parser.Tools != nil {
 		last := toks[n-1 : n]
-		if g.Tok.DecodeString(last, true) == "" && g.Tok.DecodeString(last, false) != "" {
+		if tok := a.req.model.Tok; tok.DecodeString(last, true) == "" && tok.DecodeString(last, false) != "" {
 			return toks[:n-1]
 		}
 	}

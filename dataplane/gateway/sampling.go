@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -44,8 +45,8 @@ func (req *genRequest) addSampling(gen *wire.Generate) {
 }
 
 // checkExtras refuses logit_bias keys outside the vocabulary.
-func (g *Gateway) checkExtras(req *api.Request) *api.Error {
-	return g.checkVocab("logit_bias", req.Extras.BiasTokens)
+func checkExtras(m *Model, req *api.Request) *api.Error {
+	return checkVocab(m.Tok, "logit_bias", req.Extras.BiasTokens)
 }
 
 // addLogprobs hands the event's logprobs to the encoder, each token and
@@ -60,9 +61,9 @@ func (g *Gateway) addLogprobs(a *attempt, ev engine.Event) {
 		if i >= len(ev.Tokens) {
 			break
 		}
-		lp := api.TokenLogprob{Token: g.tokenText(ev.Tokens[i]), Logprob: en.Logprob, Top: make([]api.TopLogprob, len(en.Top))}
+		lp := api.TokenLogprob{Token: tokenText(a.req.model.Tok, ev.Tokens[i]), Logprob: en.Logprob, Top: make([]api.TopLogprob, len(en.Top))}
 		for j, alt := range en.Top {
-			lp.Top[j] = api.TopLogprob{Token: g.tokenText(alt.Token), Logprob: alt.Logprob}
+			lp.Top[j] = api.TopLogprob{Token: tokenText(a.req.model.Tok, alt.Token), Logprob: alt.Logprob}
 		}
 		lps = append(lps, lp)
 	}
@@ -71,9 +72,9 @@ func (g *Gateway) addLogprobs(a *attempt, ev engine.Event) {
 
 // tokenText is one token's text, special tokens included (vLLM's
 // logprobs show them), outside the vocabulary as vLLM names it.
-func (g *Gateway) tokenText(id uint32) string {
-	if int(id) >= g.Tok.VocabSize() {
+func tokenText(tok *tokenize.Tokenizer, id uint32) string {
+	if int(id) >= tok.VocabSize() {
 		return "token_id:" + strconv.FormatUint(uint64(id), 10)
 	}
-	return g.Tok.DecodeString([]uint32{id}, false)
+	return tok.DecodeString([]uint32{id}, false)
 }

@@ -6,29 +6,62 @@ import (
 )
 
 // tokenizeEndpoint serves vLLM's POST /tokenize: prompt or messages in,
-// tokens and count out.
+// tokens and count out, with the tokenizer of the request's model.
 func (g *Gateway) tokenizeEndpoint(w *httpx.ResponseWriter, r *httpx.Request, _ string) int {
 	req, e := api.DecodeTokenize(r.Body)
 	if e != nil {
 		return writeError(w, api.OpenAI, e)
 	}
-	var ids []uint32
-	if req.Prompt != nil {
-		ids = g.Tok.Encode(nil, *req.Prompt, req.AddSpecialTokens)
-	} else if ids, _, e = g.chatTokens(&req.Conversation, 0, nil); e != nil {
+	name, m, e := g.tokenizerOf(req.Model)
+	if e != nil {
 		return writeError(w, api.OpenAI, e)
 	}
-	return writeJSON(w, 200, api.EncodeTokenize(ids, g.Tok.Config.ModelMaxLength))
+	var ids []uint32
+	if req.Prompt != nil {
+		ids = m.Tok.Encode(nil, *req.Prompt, req.AddSpecialTokens)
+	} else if ids, _, e = g.chatTokens(m, &req.Conversation, 0, nil); e != nil {
+		return writeError(w, api.OpenAI, e)
+	}
+	return writeJSON(w, 200, api.EncodeTokenize(ids, g.contextLength(m, name)))
 }
 
-// detokenizeEndpoint serves vLLM's POST /detokenize.
+// detokenizeEndpoint serves vLLM's POST /detokenize, with the tokenizer
+// of the request's model.
 func (g *Gateway) detokenizeEndpoint(w *httpx.ResponseWriter, r *httpx.Request, _ string) int {
 	ids, e := api.DecodeDetokenize(r.Body)
+	var m *Model
 	if e == nil {
-		e = g.checkVocab("tokens", ids)
+		_, m, e = g.tokenizerOf(api.RequestModel(r.Body))
+	}
+	if e == nil {
+		e = checkVocab(m.Tok, "tokens", ids)
 	}
 	if e != nil {
 		return writeError(w, api.OpenAI, e)
 	}
-	return writeJSON(w, 200, api.EncodeDetokenize(g.Tok.DecodeString(ids, false)))
+	return writeJSON(w, 200, api.EncodeDetokenize(m.Tok.DecodeString(ids, false)))
+}
+
+// tokenizerOf is the model whose tokenizer /tokenize and /detokenize use
+// for a request naming model: the one-model shorthand's whatever the name
+// (as before there were several); with Models, the model named (or
+// aliased, or an adapter's base), which needs no engine up, and with no
+// name the only model configured. An unknown name is a 404.
+func (g *Gateway) tokenizerOf(model string) (string, *Model, *api.Error) {
+	c := g.catalog()
+	switch {
+	case c.fallback != nil:
+		return model, c.fallback, nil
+	case model == "" && len(c.list) == 1:
+		return c.list[0].Name, c.list[0], nil
+	case model == "":
+		return "", nil, api.BadRequest("model", "this router serves several models: name one in \"model\" (see GET /v1/models)")
+	}
+	if name, m := g.resolve(model); m != nil {
+		return name, m, nil
+	}
+	if _, _, e := g.modelFor(model); e != nil {
+		return "", nil, e // 404, 503 while connecting, or no tokenizer
+	}
+	return "", nil, api.NotFound("model " + model + " has no tokenizer here")
 }
