@@ -54,6 +54,8 @@ func dumpValue(sb *strings.Builder, prefix string, v reflect.Value) {
 			}
 		case Sampling:
 			dumpValue(sb, name+".", fv)
+		case Trace:
+			fmt.Fprintf(sb, "%s: %s %q\n", name, x.Traceparent(), x.State)
 		case []string, []LoRA, []TierCapacity, []TierUsage:
 			fmt.Fprintf(sb, "%s: %+v\n", name, x)
 		case []Event:

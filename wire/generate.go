@@ -17,7 +17,10 @@ const (
 	// GenSampling: the sampling section follows the prompt (Sampling; only
 	// to engines with FeatureSampling).
 	GenSampling GenerateFlags = 1 << 3
-	genDefined                = GenIgnoreEOS | GenHasSeed | GenWantText | GenSampling
+	// GenTrace: the trace section follows (Trace, trace.go; only to
+	// engines with FeatureTrace).
+	GenTrace   GenerateFlags = 1 << 4
+	genDefined               = GenIgnoreEOS | GenHasSeed | GenWantText | GenSampling | GenTrace
 )
 
 // AnyRank in Generate.DPRank lets the engine pick the data-parallel rank.
@@ -70,6 +73,7 @@ func MMItemsOf(items []MMItem) MMItems {
 //	| mm_items: u16 n, (offset u32, length u32, hash u64) x n |
 //	| kv_transfer: u32 n, bytes | guided: u32 n, bytes | prompt: u32 n, u32 x n |
 //	| sampling (flag GenSampling only): see Sampling |
+//	| trace (flag GenTrace only): see Trace |
 type Generate struct {
 	RequestID   []byte
 	Model       []byte
@@ -95,6 +99,8 @@ type Generate struct {
 	Prompt Tokens
 	// Sampling is the sampling section, sent when Flags has GenSampling.
 	Sampling Sampling
+	// Trace is the W3C trace context, sent when Flags has GenTrace.
+	Trace Trace
 }
 
 // Type implements Message.
@@ -127,6 +133,9 @@ func (m *Generate) AppendPayload(dst []byte) ([]byte, error) {
 	if m.Flags&GenSampling != 0 {
 		m.Sampling.append(&e)
 	}
+	if m.Flags&GenTrace != 0 {
+		m.Trace.append(&e)
+	}
 	return e.b, e.err
 }
 
@@ -157,6 +166,10 @@ func (m *Generate) Decode(p []byte, lim *Limits) error {
 	if m.Flags&GenSampling != 0 {
 		m.Sampling.decode(&c, lim)
 	}
+	m.Trace = Trace{}
+	if m.Flags&GenTrace != 0 {
+		m.Trace.decode(&c)
+	}
 	if err := c.done("GENERATE"); err != nil {
 		return err
 	}
@@ -179,6 +192,11 @@ func (m *Generate) validate() error {
 			return fmt.Errorf("decoding GENERATE: %w", err)
 		}
 	}
+	if m.Flags&GenTrace != 0 {
+		if err := m.Trace.validate(); err != nil {
+			return fmt.Errorf("decoding GENERATE: %w", err)
+		}
+	}
 	for i := range m.MMItems.Len() {
 		it := m.MMItems.At(i)
 		if uint64(it.Offset)+uint64(it.Length) > uint64(m.Prompt.Len()) {
@@ -195,6 +213,9 @@ func (m *Generate) PayloadSize() int {
 		2 + mmItemSize*m.MMItems.Len() + 4 + len(m.KVTransfer) + 4 + len(m.Guided) + 4 + 4*m.Prompt.Len()
 	if m.Flags&GenSampling != 0 {
 		n += m.Sampling.size()
+	}
+	if m.Flags&GenTrace != 0 {
+		n += m.Trace.size()
 	}
 	return n
 }

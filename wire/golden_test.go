@@ -38,7 +38,7 @@ func goldenCases() []goldenCase {
 		{Kind: EventRemoved, Tier: TierGPU, Hashes: HashesOf([]uint64{0x1111111111111111})},
 		{Kind: EventCleared, Tier: TierDisk},
 	}
-	return []goldenCase{
+	return append([]goldenCase{
 		{name: "hello_router", about: "HELLO from a router: versions 1..1, no secret", msg: &Hello{Handshake{
 			MinVersion: 1, MaxVersion: 1, Role: RoleRouter, HashScheme: HashXXH3Chained,
 			Features: FeatureS2 | FeatureZstd, Nonce: dn, ID: "kvgate-0"}}},
@@ -132,7 +132,7 @@ func goldenCases() []goldenCase {
 		{name: "snapshot_request", about: "SNAPSHOT_REQUEST number 3", msg: &SnapshotRequest{SnapshotID: 3}},
 		{name: "snapshot", about: "SNAPSHOT 3, chunk 0, last, as of KV_EVENTS seq 42", msg: &Snapshot{
 			SnapshotID: 3, Chunk: 0, Last: true, Seq: 42, Events: events[:2]}},
-	}
+	}, traceGoldenCases()...) // trace_test.go
 }
 
 func mustLogprobs(topN int, entries []LogprobEntry) Logprobs {
