@@ -1,0 +1,201 @@
+// Package streambench measures what one kvgate replica costs per streamed
+// token: zero-cost simulated engines in this process (real TCP, the real
+// wire protocol) generate as fast as they are read, one kvgate process
+// routes to them, and N concurrent clients each stream one long completion
+// (Server-Sent Events) to its end. A run's tokens are the clients' own
+// count (the usage chunk each stream ends with, checked against
+// max_tokens); its CPU is the kvgate process's user + system time from
+// /proc over the same interval.
+//
+// Several kvgate binaries can be measured in one run, in turn against the
+// same engines (a build from before a change and one from after): the
+// report then gives each one's ratio to the first.
+package streambench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kvgate/kvgate/perf/cpustat"
+	"github.com/kvgate/kvgate/perf/routers"
+	"github.com/kvgate/kvgate/perf/sim"
+)
+
+// Model is the model the simulated engines serve: the name of kvgate's
+// built-in tokenizer, so kvgate needs no tokenizer files.
+const Model = "Qwen/Qwen3-8B"
+
+// Binary is one kvgate build to measure.
+type Binary struct {
+	// Label names it in the report ("before", "after").
+	Label string
+	Path  string
+}
+
+// Options configure a run.
+type Options struct {
+	// Binaries are measured in turn, each at every Streams count.
+	Binaries []Binary
+	// Engines is how many zero-cost simulated engines serve the model.
+	Engines int
+	// Streams are the concurrent stream counts to measure.
+	Streams []int
+	// MaxTokens is each stream's max_tokens (generated in full: ignore_eos).
+	MaxTokens int
+	// Rounds repeats each measurement; the report keeps the best round
+	// (the one the shared machine disturbed least).
+	Rounds int
+	// ProfileDir, when set, receives a CPU profile of kvgate per binary
+	// and stream count (<label>-<streams>.pprof), taken during a round
+	// after the measured ones.
+	ProfileDir string
+	// Log, when set, is told of each step.
+	Log func(format string, args ...any)
+}
+
+// Defaults returns 2 engines, 256 and 2,048 streams of 2,048 tokens, one
+// round, no profiles.
+func Defaults() Options {
+	return Options{Engines: 2, Streams: []int{256, 2048}, MaxTokens: 2048, Rounds: 1}
+}
+
+// Validate reports options a run cannot use.
+func (o *Options) Validate() error {
+	var errs []error
+	if len(o.Binaries) == 0 {
+		errs = append(errs, errors.New("streambench: no kvgate binary"))
+	}
+	for _, b := range o.Binaries {
+		if b.Label == "" || b.Path == "" {
+			errs = append(errs, fmt.Errorf("streambench: binary %q needs a label and a path", b.Label+"="+b.Path))
+		}
+	}
+	if o.Engines < 1 {
+		errs = append(errs, fmt.Errorf("streambench: %d engines, want at least 1", o.Engines))
+	}
+	if len(o.Streams) == 0 {
+		errs = append(errs, errors.New("streambench: no stream counts"))
+	}
+	for _, n := range o.Streams {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("streambench: %d streams, want at least 1", n))
+		}
+	}
+	if o.MaxTokens < 1 || o.Rounds < 1 {
+		errs = append(errs, fmt.Errorf("streambench: max tokens %d and rounds %d must be at least 1", o.MaxTokens, o.Rounds))
+	}
+	return errors.Join(errs...)
+}
+
+// Result is one binary at one stream count.
+type Result struct {
+	Label   string `json:"label"`
+	Streams int    `json:"streams"`
+	// Tokens are the completion tokens the clients received.
+	Tokens int64         `json:"tokens"`
+	Wall   time.Duration `json:"wall_ns"`
+	// CPU is kvgate's CPU seconds over Wall.
+	CPU float64 `json:"cpu_s"`
+	// Events are the SSE events the clients read (tokens per event shows
+	// how far output was batched).
+	Events int64 `json:"events"`
+}
+
+// TokensPerSecond is the throughput through the replica.
+func (r Result) TokensPerSecond() float64 { return float64(r.Tokens) / r.Wall.Seconds() }
+
+// CPUPerMillion is kvgate's CPU seconds per million streamed tokens.
+func (r Result) CPUPerMillion() float64 { return r.CPU / (float64(r.Tokens) / 1e6) }
+
+// Run measures every binary at every stream count.
+func Run(ctx context.Context, o Options) ([]Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	maxStreams := 0
+	for _, n := range o.Streams {
+		maxStreams = max(maxStreams, n)
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Rank.Model, cfg.Rank.Profile = Model, sim.ZeroProfile
+	cfg.Rank.MaxRunning = maxStreams                                                         // every stream decodes at once
+	cfg.Rank.GPUBlocks = max(cfg.Rank.GPUBlocks, maxStreams*(o.MaxTokens/16+8)/o.Engines+64) // no preemption
+	engines, err := sim.StartLocal(o.Engines, cfg, "stream")
+	if err != nil {
+		return nil, err
+	}
+	defer engines.Close()
+	var out []Result
+	for _, b := range o.Binaries {
+		rs, err := runBinary(ctx, o, b, engines.Addrs, logf)
+		out = append(out, rs...)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", b.Label, err)
+		}
+	}
+	return out, nil
+}
+
+// runBinary starts one kvgate and measures it at every stream count.
+func runBinary(ctx context.Context, o Options, b Binary, addrs []string, logf func(string, ...any)) ([]Result, error) {
+	rs, err := routers.Start(ctx, routers.Options{Binary: b.Path, Policy: "kv", Engines: addrs, Replicas: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Stop()
+	base, admin, pid := rs.Bases[0], rs.Admins[0], rs.Pids()[0]
+	cl := newClients(base)
+	defer cl.close()
+	if _, err := cl.round(ctx, 8, 64); err != nil { // warm: connections, the tokenizer's caches
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	var out []Result
+	for _, n := range o.Streams {
+		var best Result
+		for round := range o.Rounds {
+			cpu0, t0 := cpustat.Process(pid), time.Now()
+			c, err := cl.round(ctx, n, o.MaxTokens)
+			if err != nil {
+				return out, fmt.Errorf("%d streams: %w", n, err)
+			}
+			r := Result{Label: b.Label, Streams: n, Tokens: c.tokens, Events: c.events, Wall: time.Since(t0), CPU: cpustat.Process(pid) - cpu0}
+			logf("%s: %d streams, round %d: %.0f tokens/s, %.2f CPU s per million tokens", b.Label, n, round+1, r.TokensPerSecond(), r.CPUPerMillion())
+			if round == 0 || r.CPUPerMillion() < best.CPUPerMillion() {
+				best = r
+			}
+		}
+		out = append(out, best)
+		if o.ProfileDir != "" {
+			path := filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%d.pprof", b.Label, n))
+			if err := profileRound(ctx, cl, admin, path, n, o.MaxTokens, best.Wall); err != nil {
+				return out, err
+			}
+			logf("%s: %d streams: CPU profile %s", b.Label, n, path)
+		}
+	}
+	return out, nil
+}
+
+// profileRound runs one more round while kvgate's pprof records its CPU
+// for most of it (pprof takes a duration: wall is a measured round's).
+func profileRound(ctx context.Context, cl *clients, admin, path string, n, maxTokens int, wall time.Duration) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	secs := max(1, int(wall.Seconds()*0.8))
+	done := make(chan error, 1)
+	go func() { _, err := cl.round(ctx, n, maxTokens); done <- err }()
+	perr := fetchProfile(ctx, admin, secs, path)
+	if err := <-done; err != nil {
+		return fmt.Errorf("profiled round: %w", err)
+	}
+	return perr
+}
