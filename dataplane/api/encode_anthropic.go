@@ -97,19 +97,27 @@ func (o *AnthropicEncoder) Delta(dst []byte, p Piece) []byte {
 	if !o.inBlock || p.Kind != o.kind || p.Name != "" {
 		dst = o.startBlock(dst, p)
 	}
-	var delta map[string]any
+	if p.Kind == PieceToolCall && p.Text == "" {
+		return dst
+	}
+	dst = append(dst, "event: content_block_delta\ndata: {\"delta\":{"...)
 	switch p.Kind {
 	case PieceReasoning:
-		delta = map[string]any{"type": "thinking_delta", "thinking": p.Text}
+		dst = append(dst, `"thinking":`...)
+		dst = appendJSONString(dst, p.Text)
+		dst = append(dst, `,"type":"thinking_delta"`...)
 	case PieceToolCall:
-		if p.Text == "" {
-			return dst
-		}
-		delta = map[string]any{"type": "input_json_delta", "partial_json": p.Text}
+		dst = append(dst, `"partial_json":`...)
+		dst = appendJSONString(dst, p.Text)
+		dst = append(dst, `,"type":"input_json_delta"`...)
 	default:
-		delta = map[string]any{"type": "text_delta", "text": p.Text}
+		dst = append(dst, `"text":`...)
+		dst = appendJSONString(dst, p.Text)
+		dst = append(dst, `,"type":"text_delta"`...)
 	}
-	return sseEvent(dst, "content_block_delta", map[string]any{"type": "content_block_delta", "index": o.open - 1, "delta": delta})
+	dst = append(dst, `},"index":`...)
+	dst = strconv.AppendInt(dst, int64(o.open-1), 10)
+	return append(dst, `,"type":"content_block_delta"}`+"\n\n"...)
 }
 
 // addBlock gathers a whole response's blocks in order.

@@ -1,6 +1,11 @@
 package api
 
-import "math"
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // TokenLogprob is one output token's logprob with its most likely
 // alternatives, as the gateway hands them to an encoder: Token is the
@@ -82,7 +87,7 @@ func (o *OpenAIEncoder) AddLogprobs(lps []TokenLogprob) { o.pending = append(o.p
 
 // takeLogprobs is the logprobs object of the next choice: the pending
 // logprobs in the endpoint's shape, or nil (JSON null) when the request
-// asked for none.
+// asked for none (a whole response's).
 func (o *OpenAIEncoder) takeLogprobs() any {
 	if !o.Logprobs {
 		return nil
@@ -93,4 +98,130 @@ func (o *OpenAIEncoder) takeLogprobs() any {
 		return chatLogprobs(lps)
 	}
 	return completionLogprobs(lps, &o.textOffset)
+}
+
+// appendLogprobs appends the next stream chunk's logprobs (the pending
+// ones, then forgotten, their slice kept for the next) or null: the bytes
+// json.Marshal of takeLogprobs' maps would be (keys sorted), written in
+// place.
+func (o *OpenAIEncoder) appendLogprobs(dst []byte) []byte {
+	if !o.Logprobs {
+		return append(dst, "null"...)
+	}
+	if o.Chat {
+		dst = appendChatLogprobs(dst, o.pending)
+	} else {
+		dst, o.order = appendCompletionLogprobs(dst, o.pending, &o.textOffset, o.order)
+	}
+	clear(o.pending) // the tokens' strings are not kept alive
+	o.pending = o.pending[:0]
+	return dst
+}
+
+func appendTokenBytes(dst []byte, s string) []byte {
+	dst = append(dst, '[')
+	for i := range len(s) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendUint(dst, uint64(s[i]), 10)
+	}
+	return append(dst, ']')
+}
+
+// appendChatLogprob appends {"bytes","logprob","token"} and leaves the
+// object open.
+func appendChatLogprob(dst []byte, token string, lp float32) []byte {
+	dst = append(dst, `{"bytes":`...)
+	dst = appendTokenBytes(dst, token)
+	dst = append(dst, `,"logprob":`...)
+	dst = appendJSONFloat(dst, jsonLogprob(lp))
+	dst = append(dst, `,"token":`...)
+	return appendJSONString(dst, token)
+}
+
+// appendChatLogprobs appends chatLogprobs(lps) as JSON.
+func appendChatLogprobs(dst []byte, lps []TokenLogprob) []byte {
+	dst = append(dst, `{"content":[`...)
+	for i := range lps {
+		lp := &lps[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendChatLogprob(dst, lp.Token, lp.Logprob)
+		dst = append(dst, `,"top_logprobs":[`...)
+		for j, t := range lp.Top {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendChatLogprob(dst, t.Token, t.Logprob), '}')
+		}
+		dst = append(dst, "]}"...)
+	}
+	return append(dst, `],"refusal":null}`...)
+}
+
+// appendCompletionLogprobs appends completionLogprobs(lps, offset) as
+// JSON; order is scratch space, returned for reuse.
+func appendCompletionLogprobs(dst []byte, lps []TokenLogprob, offset *int, order []TopLogprob) ([]byte, []TopLogprob) {
+	dst = append(dst, `{"text_offset":[`...)
+	for i := range lps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(*offset), 10)
+		*offset += len(lps[i].Token)
+	}
+	dst = append(dst, `],"token_logprobs":[`...)
+	for i := range lps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONFloat(dst, jsonLogprob(lps[i].Logprob))
+	}
+	dst = append(dst, `],"tokens":[`...)
+	for i := range lps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, lps[i].Token)
+	}
+	dst = append(dst, `],"top_logprobs":[`...)
+	for i := range lps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		order = topObject(order[:0], &lps[i])
+		dst = append(dst, '{')
+		for j, t := range order {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendJSONString(dst, t.Token), ':')
+			dst = appendJSONFloat(dst, jsonLogprob(t.Logprob))
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...), order
+}
+
+// topObject is a Completions top_logprobs object as completionLogprobs'
+// map holds it: each text once with its last value, the sampled token's
+// own set last of all, sorted by text as encoding/json writes a map.
+func topObject(dst []TopLogprob, lp *TokenLogprob) []TopLogprob {
+	set := func(tok string, v float32) {
+		for k := range dst {
+			if dst[k].Token == tok {
+				dst[k].Logprob = v
+				return
+			}
+		}
+		dst = append(dst, TopLogprob{Token: tok, Logprob: v})
+	}
+	for _, t := range lp.Top {
+		set(t.Token, t.Logprob)
+	}
+	set(lp.Token, lp.Logprob)
+	slices.SortFunc(dst, func(a, b TopLogprob) int { return strings.Compare(a.Token, b.Token) })
+	return dst
 }

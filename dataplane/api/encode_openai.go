@@ -31,6 +31,8 @@ type OpenAIEncoder struct {
 	calls      int
 	pending    []TokenLogprob
 	textOffset int
+	tail       []byte // a chunk's fields after its choices (chunkTail)
+	order      []TopLogprob
 }
 
 func (o *OpenAIEncoder) object() string {
@@ -50,49 +52,98 @@ func (o *OpenAIEncoder) Streaming() bool { return o.Stream }
 func (o *OpenAIEncoder) Open(dst []byte) []byte {
 	if o.Stream && !o.Chat && o.Echo != "" {
 		o.textOffset = len(o.Echo)
-		return o.event(dst, map[string]any{"index": o.Index, "text": o.Echo, "logprobs": nil, "finish_reason": nil}, nil)
+		return o.chunk(dst, Piece{Text: o.Echo}, "")
 	}
 	if !o.Stream || !o.Chat {
 		return dst
 	}
-	return o.event(dst, map[string]any{"index": o.Index, "delta": map[string]any{"role": "assistant", "content": ""},
-		"logprobs": nil, "finish_reason": nil}, nil)
+	dst = append(dst, `data: {"choices":[{"delta":{"content":"","role":"assistant"},"finish_reason":null,"index":`...)
+	dst = strconv.AppendInt(dst, int64(o.Index), 10)
+	dst = append(dst, `,"logprobs":null}`...)
+	return o.chunkTail(dst)
 }
 
 // callID is the id of the request's i-th tool call.
 func (o *OpenAIEncoder) callID(i int) string { return "call_" + o.ID + "_" + strconv.Itoa(i) }
 
-func (o *OpenAIEncoder) choice(p Piece, finish any) map[string]any {
-	if !o.Chat {
-		return map[string]any{"index": o.Index, "text": p.Text, "logprobs": o.takeLogprobs(), "finish_reason": finish}
+// The chunks of a stream are written by hand, their keys in the order
+// encoding/json gives a map's (sorted), so they are the bytes json.Marshal
+// of the same maps would be.
+
+// chunkTail ends a chunk's choices and appends the fields that follow
+// (the same for every chunk of the response, rendered once).
+func (o *OpenAIEncoder) chunkTail(dst []byte) []byte {
+	if o.tail == nil {
+		t := append([]byte(nil), `],"created":`...)
+		t = strconv.AppendInt(t, o.Created, 10)
+		t = append(t, `,"id":`...)
+		t = appendJSONString(t, o.ID)
+		t = append(t, `,"model":`...)
+		t = appendJSONString(t, o.Model)
+		t = append(t, `,"object":"`...)
+		o.tail = append(append(t, o.object()...), '"')
 	}
-	delta := map[string]any{}
-	switch {
-	case p.Kind == PieceReasoning:
-		delta["reasoning_content"] = p.Text
-	case p.Kind == PieceToolCall && p.Name != "":
-		delta["tool_calls"] = []any{map[string]any{"index": p.Index, "id": o.callID(p.Index), "type": "function",
-			"function": map[string]any{"name": p.Name, "arguments": p.Text}}}
-	case p.Kind == PieceToolCall:
-		delta["tool_calls"] = []any{map[string]any{"index": p.Index, "function": map[string]any{"arguments": p.Text}}}
-	case p.Text != "":
-		delta["content"] = p.Text
-	}
-	return map[string]any{"index": o.Index, "delta": delta, "logprobs": o.takeLogprobs(), "finish_reason": finish}
+	dst = append(dst, o.tail...)
+	return append(dst, "}\n\n"...)
 }
 
-func (o *OpenAIEncoder) event(dst []byte, choice map[string]any, u *Usage) []byte {
-	m := map[string]any{"id": o.ID, "object": o.object(), "created": o.Created, "model": o.Model}
-	if choice != nil {
-		m["choices"] = []any{choice}
+// chunk appends one stream chunk carrying p, its pending logprobs and
+// finish ("" while the stream goes on: null).
+func (o *OpenAIEncoder) chunk(dst []byte, p Piece, finish string) []byte {
+	dst = append(dst, `data: {"choices":[{`...)
+	if o.Chat {
+		dst = append(dst, `"delta":`...)
+		dst = o.appendDelta(dst, p)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"finish_reason":`...)
+	if finish == "" {
+		dst = append(dst, "null"...)
 	} else {
-		m["choices"] = []any{}
+		dst = appendJSONString(dst, finish)
 	}
-	if u != nil {
-		m["usage"] = openAIUsage(*u)
+	dst = append(dst, `,"index":`...)
+	dst = strconv.AppendInt(dst, int64(o.Index), 10)
+	dst = append(dst, `,"logprobs":`...)
+	dst = o.appendLogprobs(dst)
+	if !o.Chat {
+		dst = append(dst, `,"text":`...)
+		dst = appendJSONString(dst, p.Text)
 	}
-	b, _ := json.Marshal(m)
-	return sseData(dst, b)
+	dst = append(dst, '}')
+	return o.chunkTail(dst)
+}
+
+// appendDelta appends a chat chunk's delta object for p.
+func (o *OpenAIEncoder) appendDelta(dst []byte, p Piece) []byte {
+	switch {
+	case p.Kind == PieceReasoning:
+		dst = append(dst, `{"reasoning_content":`...)
+		dst = appendJSONString(dst, p.Text)
+	case p.Kind == PieceToolCall:
+		dst = append(dst, `{"tool_calls":[{"function":{"arguments":`...)
+		dst = appendJSONString(dst, p.Text)
+		if p.Name != "" {
+			dst = append(dst, `,"name":`...)
+			dst = appendJSONString(dst, p.Name)
+			dst = append(dst, `},"id":`...)
+			dst = appendJSONString(dst, o.callID(p.Index)) // once a call, not once a token
+		} else {
+			dst = append(dst, '}')
+		}
+		dst = append(dst, `,"index":`...)
+		dst = strconv.AppendInt(dst, int64(p.Index), 10)
+		if p.Name != "" {
+			dst = append(dst, `,"type":"function"`...)
+		}
+		dst = append(dst, "}]"...)
+	case p.Text != "":
+		dst = append(dst, `{"content":`...)
+		dst = appendJSONString(dst, p.Text)
+	default:
+		dst = append(dst, '{')
+	}
+	return append(dst, '}')
 }
 
 // sseData appends one "data:" event.
@@ -111,7 +162,7 @@ func (o *OpenAIEncoder) Delta(dst []byte, p Piece) []byte {
 		o.all.Add(p)
 		return dst
 	}
-	return o.event(dst, o.choice(p, nil), nil)
+	return o.chunk(dst, p, "")
 }
 
 func openAIUsage(u Usage) map[string]any {
@@ -166,7 +217,7 @@ func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
 			"choices": []any{choice}, "usage": openAIUsage(e.Usage)})
 		return append(dst, b...)
 	}
-	dst = o.event(dst, o.choice(Piece{}, reason), nil)
+	dst = o.chunk(dst, Piece{}, reason)
 	if o.Part {
 		return dst
 	}
@@ -178,7 +229,18 @@ func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
 // choices are done.
 func (o *OpenAIEncoder) EndStream(dst []byte, u Usage) []byte {
 	if o.IncludeUsage {
-		dst = o.event(dst, nil, &u)
+		dst = append(dst, `data: {"choices":[`...)
+		dst = o.chunkTail(dst)
+		dst = dst[:len(dst)-3] // the tail's "}\n\n": usage follows object
+		dst = append(dst, `,"usage":{"completion_tokens":`...)
+		dst = strconv.AppendUint(dst, uint64(u.Completion), 10)
+		dst = append(dst, `,"prompt_tokens":`...)
+		dst = strconv.AppendUint(dst, uint64(u.Prompt), 10)
+		dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
+		dst = strconv.AppendUint(dst, uint64(u.Cached), 10)
+		dst = append(dst, `},"total_tokens":`...)
+		dst = strconv.AppendUint(dst, uint64(u.Prompt)+uint64(u.Completion), 10)
+		dst = append(dst, "}}\n\n"...)
 	}
 	return append(dst, "data: [DONE]\n\n"...)
 }

@@ -107,14 +107,36 @@ func (o *ResponsesEncoder) Delta(dst []byte, p Piece) []byte {
 		return dst
 	}
 	idx := len(o.items) - 1
-	id := o.items[idx]["id"]
+	id, _ := o.items[idx]["id"].(string)
+	kind := "response.output_text.delta"
 	switch p.Kind {
 	case PieceReasoning:
-		return o.event(dst, "response.reasoning_text.delta", map[string]any{"item_id": id, "output_index": idx, "content_index": 0, "delta": p.Text})
+		kind = "response.reasoning_text.delta"
 	case PieceToolCall:
-		return o.event(dst, "response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": idx, "delta": p.Text})
+		kind = "response.function_call_arguments.delta"
 	}
-	return o.event(dst, "response.output_text.delta", map[string]any{"item_id": id, "output_index": idx, "content_index": 0, "delta": p.Text, "logprobs": []any{}})
+	// Keys sorted, as encoding/json writes the event's map.
+	dst = append(dst, "event: "...)
+	dst = append(dst, kind...)
+	dst = append(dst, "\ndata: {"...)
+	if p.Kind != PieceToolCall {
+		dst = append(dst, `"content_index":0,`...)
+	}
+	dst = append(dst, `"delta":`...)
+	dst = appendJSONString(dst, p.Text)
+	dst = append(dst, `,"item_id":`...)
+	dst = appendJSONString(dst, id)
+	if p.Kind == PieceText {
+		dst = append(dst, `,"logprobs":[]`...)
+	}
+	dst = append(dst, `,"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(idx), 10)
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(o.seq), 10)
+	o.seq++
+	dst = append(dst, `,"type":"`...)
+	dst = append(dst, kind...)
+	return append(dst, "\"}\n\n"...)
 }
 
 // openEvents announce a new item (and a message's text part).
