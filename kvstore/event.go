@@ -50,8 +50,12 @@ func (k EventKind) String() string {
 // Event is one KV cache event of one slot. Parent is informational: block
 // hashes are chained, so a block's hash already names its whole prefix.
 type Event struct {
-	Kind      EventKind
-	Tier      Tier
+	Kind EventKind
+	Tier Tier
+	// Group is the KV cache group of a hybrid engine (EngineConfig.Groups);
+	// 0 for an engine without groups. CLEARED clears the tier of every
+	// group.
+	Group     uint16
 	HasParent bool
 	Parent    uint64
 	Hashes    []uint64

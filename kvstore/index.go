@@ -35,6 +35,12 @@ type EngineConfig struct {
 	Ranks int
 	// Capacity is the engine's KV capacity in blocks per tier (per rank).
 	Capacity [NumTiers]uint64
+	// Groups are the KV cache groups of a hybrid model, in the order its
+	// events number them (Event.Group). Empty is one full-attention cache
+	// at the hash block size, as every model without groups has. Each
+	// group of a rank holds its blocks apart (a slot of its own behind the
+	// rank's), so one hash in two groups is two holdings.
+	Groups []Group
 }
 
 // Options configure an Index.
@@ -73,6 +79,13 @@ type slotState struct {
 	entries  uint64 // table entries of this slot, stale ones included until swept
 	digest   [numTiers]Digest
 	approx   approxLRU
+	// Hybrid engines (group.go): a rank's slot lists its groups' slots
+	// (members[0] is itself); a group's slot names its rank's (owner) and
+	// is no candidate, nor a target of Apply, of its own.
+	members  []Slot
+	owner    Slot
+	groupIdx int
+	group    Group
 }
 
 // Index is the global KV block index. See the package doc for its
@@ -128,24 +141,26 @@ func (ix *Index) AddEngine(cfg EngineConfig) ([]Slot, error) {
 	if _, ok := ix.engines[cfg.ID]; ok {
 		return nil, fmt.Errorf("adding %q: %w", cfg.ID, ErrEngineExists)
 	}
-	if len(ix.slots)-len(ix.free)+cfg.Ranks > MaxSlots {
+	for _, g := range cfg.Groups {
+		if err := g.validate(); err != nil {
+			return nil, fmt.Errorf("adding %q: %w", cfg.ID, err)
+		}
+	}
+	if len(ix.slots)-len(ix.free)+cfg.Ranks*slotsPerRank(&cfg) > MaxSlots {
 		return nil, fmt.Errorf("adding %q with %d ranks: %w", cfg.ID, cfg.Ranks, ErrTooManySlots)
 	}
 	slots := make([]Slot, cfg.Ranks)
 	for r := range slots {
-		var s Slot
-		if n := len(ix.free); n > 0 {
-			s, ix.free = ix.free[n-1], ix.free[:n-1]
-		} else {
-			s = Slot(len(ix.slots))
-			ix.slots = append(ix.slots, slotState{})
-		}
+		s := ix.takeSlot()
 		st := &ix.slots[s]
 		// A reused slot keeps its generations (already bumped when it was
 		// freed), so entries of its previous engine stay invalid.
-		*st = slotState{engine: cfg.ID, rank: r, inUse: true, capacity: cfg.Capacity,
+		*st = slotState{engine: cfg.ID, rank: r, inUse: true, capacity: cfg.Capacity, owner: s,
 			gen: st.gen, passGen: st.passGen, safeGen: st.safeGen, entries: st.entries}
 		ix.setPrecise(s, false)
+		if hybrid(cfg.Groups) {
+			ix.groupSlots(s, cfg.Groups)
+		}
 		slots[r] = s
 	}
 	ix.engines[cfg.ID] = slots
@@ -162,14 +177,16 @@ func (ix *Index) RemoveEngine(id string) error {
 		return fmt.Errorf("removing %q: %w", id, ErrUnknownEngine)
 	}
 	for _, s := range slots {
-		for t := range Tier(numTiers) {
-			ix.clearTier(s, t)
+		for _, m := range ix.membersOf(s) {
+			for t := range Tier(numTiers) {
+				ix.clearTier(m, t)
+			}
+			st := &ix.slots[m]
+			st.inUse, st.engine, st.members = false, "", nil
+			st.approx = approxLRU{}
+			ix.free = append(ix.free, m)
 		}
-		st := &ix.slots[s]
-		st.inUse, st.engine = false, ""
-		st.approx = approxLRU{}
 		ix.setPrecise(s, false)
-		ix.free = append(ix.free, s)
 	}
 	delete(ix.engines, id)
 	return nil
@@ -204,8 +221,10 @@ func (ix *Index) Replace(slot Slot, stored []Event) error {
 	if err := ix.checkSlot(slot); err != nil {
 		return err
 	}
-	for t := range Tier(numTiers) {
-		ix.clearTier(slot, t)
+	for _, m := range ix.membersOf(slot) {
+		for t := range Tier(numTiers) {
+			ix.clearTier(m, t)
+		}
 	}
 	st := &ix.slots[slot]
 	st.approx, st.precise = approxLRU{}, false
@@ -214,7 +233,7 @@ func (ix *Index) Replace(slot Slot, stored []Event) error {
 }
 
 func (ix *Index) checkSlot(slot Slot) error {
-	if int(slot) >= len(ix.slots) || !ix.slots[slot].inUse {
+	if int(slot) >= len(ix.slots) || !ix.slots[slot].inUse || ix.slots[slot].owner != slot {
 		return fmt.Errorf("slot %d: %w", slot, ErrUnknownSlot)
 	}
 	return nil
@@ -225,8 +244,12 @@ func (ix *Index) applyLocked(slot Slot, events []Event) error {
 		return err
 	}
 	for i := range events {
-		if ev := &events[i]; ev.Tier >= NumTiers || ev.Kind < Stored || ev.Kind > Cleared {
+		ev := &events[i]
+		if ev.Tier >= NumTiers || ev.Kind < Stored || ev.Kind > Cleared {
 			return fmt.Errorf("event %d (kind %d, tier %d): %w", i, ev.Kind, ev.Tier, ErrBadEvent)
+		}
+		if _, ok := ix.groupSlot(slot, ev.Group); !ok {
+			return fmt.Errorf("event %d: group %d of %d: %w", i, ev.Group, len(ix.membersOf(slot)), ErrBadEvent)
 		}
 	}
 	st := &ix.slots[slot]
@@ -247,20 +270,27 @@ func (ix *Index) applyLocked(slot Slot, events []Event) error {
 			// the cache misses of the next group overlap with the work on
 			// this one.
 			hs := ev.Hashes
+			target, _ := ix.groupSlot(slot, ev.Group)
 			ix.sink += ix.prefetchRuns(hs, true)
 			for g := 0; g < len(hs); g += prefetchGroup {
 				group := hs[g:min(g+prefetchGroup, len(hs))]
 				ix.sink += ix.prefetchRuns(hs[min(g+prefetchGroup, len(hs)):], true)
 				for _, h := range group {
 					if ev.Kind == Stored {
-						ix.store(slot, ev.Tier, h)
+						ix.store(target, ev.Tier, h)
 					} else {
-						ix.removeBlock(slot, ev.Tier, h)
+						ix.removeBlock(target, ev.Tier, h)
 					}
 				}
 			}
-		case Cleared:
-			ix.clearTier(slot, ev.Tier)
+		case Cleared: // the tier of every group (PROTOCOL.md 6.3)
+			if ms := ix.slots[slot].members; ms != nil {
+				for _, m := range ms {
+					ix.clearTier(m, ev.Tier)
+				}
+			} else {
+				ix.clearTier(slot, ev.Tier)
+			}
 		}
 		ix.stats.blocksApplied += uint64(len(ev.Hashes))
 	}

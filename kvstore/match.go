@@ -27,13 +27,21 @@ type matcher struct {
 	stamp uint32
 	state []candState // per slot; valid where stamp matches
 	sink  uint64      // prefetchRuns results, never read
+	// Hybrid candidates of this call (hybrid.go): which, the bit sets of
+	// their groups' holdings, and whether the walk may stop early.
+	hyb    []hybridCand
+	bits   []uint64
+	noStop bool
 }
 
 type candState struct {
 	stamp  uint32 // == matcher.stamp when the slot is a candidate of this call
-	depth  uint32 // blocks matched so far
+	depth  uint32 // blocks matched so far (noDepth: a group matched by its bits)
 	gen    uint32 // the slot's generations, one byte per tier
 	counts [numTiers]uint32
+	// bits, when not 0, is 1 + the offset in matcher.bits of this group
+	// slot's holdings, one bit per block of the prompt.
+	bits uint32
 }
 
 func (m *matcher) reset(nSlots int) {
@@ -52,7 +60,9 @@ func (m *matcher) reset(nSlots int) {
 // answers cands[i] and must be at least as long. A block counts at the best
 // tier holding it; a candidate's run stops at its first missing block; the
 // walk stops when no candidate advanced. Unknown or removed slots match
-// nothing. It does not allocate once warm.
+// nothing. For a hybrid engine (EngineConfig.Groups) the answer is the hit
+// its engine's coordinator would compute from the groups' holdings
+// (hybrid.go). It does not allocate once warm.
 func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 	out = out[:len(cands)]
 	m := ix.matchers.Get().(*matcher)
@@ -61,9 +71,14 @@ func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	m.reset(len(ix.slots))
-	for _, s := range cands {
-		if int(s) < len(ix.slots) && ix.slots[s].inUse {
-			m.state[s] = candState{stamp: m.stamp, gen: packGen(&ix.slots[s].gen)}
+	m.hyb, m.bits, m.noStop = m.hyb[:0], m.bits[:0], false
+	for c, s := range cands {
+		if int(s) < len(ix.slots) && ix.slots[s].inUse && ix.slots[s].owner == s {
+			if st := &ix.slots[s]; st.members == nil {
+				m.state[s] = candState{stamp: m.stamp, gen: packGen(&st.gen)}
+			} else {
+				ix.addHybrid(m, c, s, len(hashes))
+			}
 		}
 	}
 	ix.walk(m, hashes)
@@ -73,6 +88,9 @@ func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 			k := &m.state[s].counts
 			out[c] = Match{Blocks: [NumTiers]uint32{k[TierGPU], k[TierCPU], k[TierDisk]}, Approx: k[TierApprox]}
 		}
+	}
+	for _, h := range m.hyb {
+		out[h.cand] = ix.hybridHit(m, h.slot, len(hashes))
 	}
 }
 
@@ -85,7 +103,7 @@ func (ix *Index) walk(m *matcher, hashes []uint64) {
 	for g := 0; g < len(hashes); g += prefetchGroup {
 		m.sink += ix.prefetchRuns(hashes[min(g+prefetchGroup, len(hashes)):], true)
 		for k, h := range hashes[g:min(g+prefetchGroup, len(hashes))] {
-			if ix.matchBlock(m, h, uint32(g+k)) == 0 {
+			if ix.matchBlock(m, h, uint32(g+k)) == 0 && !m.noStop {
 				return
 			}
 		}
@@ -110,15 +128,19 @@ func (ix *Index) matchBlock(m *matcher, h uint64, i uint32) int {
 		}
 		if int(e.slot) < len(state) {
 			c := &state[e.slot]
-			if c.stamp == m.stamp && c.depth == i {
+			if c.stamp == m.stamp && (c.depth == i || c.bits != 0) {
 				valid := e.tiers
 				if g := packGen(&e.gen); g != c.gen {
 					valid &= genEqual(g, c.gen)
 				}
-				if valid != 0 {
+				switch {
+				case valid == 0:
+				case c.depth == i:
 					c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
 					c.depth++
 					advanced++
+				default: // a group of a hybrid engine: any block may count
+					m.bits[int(c.bits-1)+int(i>>6)] |= 1 << (i & 63)
 				}
 			}
 		}

@@ -4,7 +4,10 @@ package kvstore
 type EngineStats struct {
 	Engine string
 	Rank   int
-	Slot   Slot
+	// Group is the KV cache group of a hybrid engine the slot holds (0
+	// for an engine without groups, and for a rank's own slot).
+	Group int
+	Slot  Slot
 	// Blocks are the blocks held per tier, TierApprox last.
 	Blocks [numTiers]uint64
 	// Precise says the slot has had KV events: it holds no approximate
@@ -46,7 +49,7 @@ func (ix *Index) Stats() Stats {
 		if !st.inUse {
 			continue
 		}
-		es := EngineStats{Engine: st.engine, Rank: st.rank, Slot: Slot(i), Blocks: st.blocks, Precise: st.precise, Entries: st.entries}
+		es := EngineStats{Engine: st.engine, Rank: st.rank, Group: st.groupIdx, Slot: Slot(i), Blocks: st.blocks, Precise: st.precise, Entries: st.entries}
 		if s.Entries > 0 {
 			es.Bytes = uint64(float64(s.Bytes) * float64(st.entries) / float64(s.Entries))
 		}

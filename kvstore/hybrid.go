@@ -1,0 +1,159 @@
+package kvstore
+
+import "math"
+
+// Hybrid matching: the prefix-cache hit of an engine whose KV cache is split
+// into groups of different attention kinds, computed as vLLM's
+// HybridKVCacheCoordinator.find_longest_cache_hit does
+// (vllm-project/vllm vllm/v1/core/kv_cache_coordinator.py, and the managers
+// in vllm/v1/core/single_type_kv_cache_manager.py, commit
+// 00b08dc44519a82cbdd9061d92d1226985094622):
+//
+//   - every manager returns the longest hit not over the length it is given
+//     (max_length), starting from the prompt's cacheable length; full
+//     attention first, then the others; while one shortens the hit, all
+//     are asked again. The fixed point is the longest length L that every
+//     group can serve, so Match computes that directly.
+//   - FullAttentionManager: the leading run of held blocks (a miss ends
+//     it: hashes are chained), so every L up to the run serves.
+//   - SlidingWindowManager: scanning from the right, the first run of
+//     sliding_window_contiguous_blocks = cdiv(sliding_window-1, block_size)
+//     held blocks ends the hit; with no such run, the held blocks from the
+//     prompt's start. So L serves when the W group blocks before L are held,
+//     or every block before L when L has fewer than W (and the block
+//     before L is held in any case: a run is counted from a held block).
+//   - MambaManager: the rightmost held block ends the hit (its state is
+//     the state at that point), so L serves when the group block ending at
+//     L is held.
+//   - hits are multiples of the scheduler block size, the LCM of the
+//     groups' block sizes (the coordinator's cache_hit_alignment_tokens;
+//     Mamba and sliding-window managers skip unaligned ends).
+//
+// What kvgate does not model: EAGLE's dropped last block, vLLM's
+// fine-grained partial hits (enable_partial_hash_hits) and sparse
+// retention (prefix_cache_retention_interval), which change which blocks an
+// engine keeps but are seen here through its events all the same.
+
+// hybridCand is one hybrid candidate of a Match call.
+type hybridCand struct {
+	cand int  // index in Match's cands and out
+	slot Slot // the rank's slot
+}
+
+// noDepth marks a candidate state matched by its bits, never by the run.
+const noDepth = math.MaxUint32
+
+// addHybrid makes every group slot of rank slot s a candidate of this call:
+// fast groups (full attention at the hash block size) walk the leading run
+// as a one-cache engine does, the others record every block they hold in a
+// bit set of the prompt's n blocks. With no fast group, nothing bounds the
+// hit but the prompt, so the walk may not stop early.
+func (ix *Index) addHybrid(m *matcher, c int, s Slot, n int) {
+	words := (n + 63) / 64
+	fast := false
+	for _, ms := range ix.slots[s].members {
+		st := &ix.slots[ms]
+		cs := candState{stamp: m.stamp, gen: packGen(&st.gen)}
+		if st.group.fast() {
+			fast = true
+		} else {
+			cs.depth, cs.bits = noDepth, uint32(len(m.bits)+1)
+			m.bits = append(m.bits, make([]uint64, words)...)
+		}
+		m.state[ms] = cs
+	}
+	m.noStop = m.noStop || !fast
+	m.hyb = append(m.hyb, hybridCand{cand: c, slot: s})
+}
+
+// hybridHit returns the hit of rank slot s over a prompt of n blocks, once
+// the walk has filled its groups' states.
+func (ix *Index) hybridHit(m *matcher, s Slot, n int) Match {
+	members := ix.slots[s].members
+	limit, align := n, 1
+	var counts *[numTiers]uint32
+	for _, ms := range members {
+		g := &ix.slots[ms].group
+		align = lcm(align, g.Stride)
+		c := &m.state[ms]
+		switch {
+		case g.fast():
+			limit = min(limit, int(c.depth))
+			if counts == nil {
+				counts = &c.counts
+			}
+		case g.Kind == GroupFull:
+			run := 0
+			for (run+1)*g.Stride <= n && m.has(c, (run+1)*g.Stride-1) {
+				run++
+			}
+			limit = min(limit, run*g.Stride)
+		}
+	}
+	hit := 0
+	for l := limit - limit%align; l > 0; l -= align {
+		if ix.serves(m, members, l) {
+			hit = l
+			break
+		}
+	}
+	return splitHit(hit, counts)
+}
+
+// serves reports whether every group that is not full attention can serve
+// a hit of l blocks (a multiple of every group's stride).
+func (ix *Index) serves(m *matcher, members []Slot, l int) bool {
+	for _, ms := range members {
+		g := &ix.slots[ms].group
+		c := &m.state[ms]
+		nb := l / g.Stride // group blocks before the hit point
+		switch g.Kind {
+		case GroupMamba:
+			if !m.has(c, nb*g.Stride-1) {
+				return false
+			}
+		case GroupSlidingWindow:
+			for j := nb - 1; j >= max(0, nb-max(g.WindowBlocks, 1)); j-- {
+				if !m.has(c, (j+1)*g.Stride-1) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// has reports whether the group slot of state c holds prompt block i.
+func (m *matcher) has(c *candState, i int) bool {
+	if c.bits == 0 {
+		return i < int(c.depth)
+	}
+	return m.bits[int(c.bits-1)+i>>6]&(1<<(i&63)) != 0
+}
+
+// splitHit reports a hybrid hit of hit blocks by tier: from the leading run
+// of a fast full-attention group when there is one, best tier first (its
+// counts say how many of its run each tier holds, not where, so the hit is
+// taken from the best tiers), else as GPU blocks.
+func splitHit(hit int, counts *[numTiers]uint32) Match {
+	var out Match
+	left := uint32(hit)
+	if counts == nil {
+		out.Blocks[TierGPU] = left
+		return out
+	}
+	for t := range Tier(NumTiers) {
+		n := min(left, counts[t])
+		out.Blocks[t], left = n, left-n
+	}
+	out.Approx = min(left, counts[TierApprox])
+	return out
+}
+
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
