@@ -56,6 +56,8 @@ func dumpValue(sb *strings.Builder, prefix string, v reflect.Value) {
 			dumpValue(sb, name+".", fv)
 		case Trace:
 			fmt.Fprintf(sb, "%s: %s %q\n", name, x.Traceparent(), x.State)
+		case TextEnds:
+			fmt.Fprintf(sb, "%s: %s\n", name, x)
 		case []string, []LoRA, []TierCapacity, []TierUsage:
 			fmt.Fprintf(sb, "%s: %+v\n", name, x)
 		case []Event:

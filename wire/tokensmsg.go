@@ -9,7 +9,7 @@ type TokensFlags uint8
 const (
 	TokFirst   TokensFlags = 1 << 0 // first frame of the stream: CachedTokens is valid
 	TokLast    TokensFlags = 1 << 1 // last frame: Finish and usage are valid
-	tokDefined             = TokFirst | TokLast | TokLogprobs
+	tokDefined             = TokFirst | TokLast | TokLogprobs | TokTextSpans
 )
 
 // FinishReason says why generation ended.
@@ -41,7 +41,11 @@ func (f FinishReason) String() string {
 //	| flags u8 | finish_reason u8 | reserved u16 | cached_tokens u32 |
 //	| prompt_tokens u32 | completion_tokens u32 |
 //	| tokens: u32 n, u32 x n | text: u32 n, bytes |
+//	| text ends (flag TokTextSpans only): u32 n, u32 x n |
 //	| logprobs (flag TokLogprobs only): see Logprobs |
+//
+// Without FeatureTokenBatch a frame holds one decode step's tokens; with
+// it, several steps' (tokens_batch.go).
 type TokensMsg struct {
 	Flags  TokensFlags
 	Finish FinishReason
@@ -53,6 +57,8 @@ type TokensMsg struct {
 	Tokens           Tokens
 	// Text is the detokenized text of Tokens, when the router asked for it.
 	Text []byte
+	// TextEnds (flag TokTextSpans) split Text by token, one end each.
+	TextEnds TextEnds
 	// Logprobs (flag TokLogprobs) are Tokens' logprobs, one entry each.
 	Logprobs Logprobs
 }
@@ -77,6 +83,9 @@ func (m *TokensMsg) AppendPayload(dst []byte) ([]byte, error) {
 	e.u32(m.CompletionTokens)
 	e.tokens(m.Tokens)
 	e.bytes32(m.Text, "text")
+	if m.Flags&TokTextSpans != 0 {
+		e.textEnds(m.TextEnds, m.Tokens.Len(), m.Text)
+	}
 	if m.Flags&TokLogprobs != 0 {
 		m.Logprobs.append(&e, m.Tokens.Len())
 	}
@@ -95,6 +104,10 @@ func (m *TokensMsg) Decode(p []byte, lim *Limits) error {
 	m.CompletionTokens = c.u32("completion_tokens")
 	m.Tokens = c.tokens(lim.MaxTokens, "tokens")
 	m.Text = c.bytes32("text")
+	m.TextEnds = TextEnds{}
+	if m.Flags&TokTextSpans != 0 {
+		m.TextEnds = decodeTextEnds(&c, m.Tokens.Len(), len(m.Text))
+	}
 	m.Logprobs = Logprobs{}
 	if m.Flags&TokLogprobs != 0 {
 		m.Logprobs = decodeLogprobs(&c, m.Tokens.Len())
