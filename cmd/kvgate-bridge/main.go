@@ -68,6 +68,7 @@ type config struct {
 	secret                                                                           []byte
 	metricsEvery, slotsEvery, connectTimeout, drain                                  time.Duration
 	logLevel                                                                         slog.Level
+	loraFlags
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -113,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.loras = append(c.loras, l)
 		return nil
 	})
+	c.registerLoRA(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -213,7 +215,7 @@ func (c *config) checkKind(fs *flag.FlagSet) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "kv-events", "kv-topic", "replay", "lora", "gpu-blocks", "metrics-url", "offload-block-size":
+		case "kv-events", "kv-topic", "replay", "lora", "lora-adapter", "max-loras", "gpu-blocks", "metrics-url", "offload-block-size":
 			bad = append(bad, "--"+f.Name)
 		}
 	})

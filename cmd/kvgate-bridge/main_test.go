@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -52,6 +53,32 @@ func TestOffloadBlockSizeFlag(t *testing.T) {
 		}
 		if c.ok && cfg.offloadBlockSize != 64 {
 			t.Errorf("%v: offload block size %d", c.args, cfg.offloadBlockSize)
+		}
+	}
+}
+
+// TestLoRAAdapterFlags: --lora-adapter NAME=SOURCE adds a loadable adapter
+// after the --lora ones (ids counting on), --max-loras sets the slots, and
+// either turns residency on; bad values are refused by name.
+func TestLoRAAdapterFlags(t *testing.T) {
+	base := []string{"--engine-url", "http://127.0.0.1:1", "--model", "m"}
+	c, err := parseFlags(append(base, "--lora", "static", "--lora-adapter", "sql=/ad/sql", "--lora-adapter", "chat=hub/chat", "--max-loras", "4"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(c.residentAdapters())
+	if want := "[{static 1 } {sql 2 /ad/sql} {chat 3 hub/chat}]"; got != want || c.maxLoRAs != 4 || !c.residencyOn() {
+		t.Fatalf("adapters %s (want %s), slots %d, on %v", got, want, c.maxLoRAs, c.residencyOn())
+	}
+	if c, err := parseFlags(append(base, "--lora", "static"), io.Discard); err != nil || c.residencyOn() {
+		t.Fatalf("--lora alone: %v, residency %v", err, c.residencyOn())
+	}
+	for _, bad := range [][]string{
+		{"--lora-adapter", "sql"}, {"--lora-adapter", "=/x"}, {"--lora-adapter", "a=/x", "--lora-adapter", "a=/y"},
+		{"--max-loras", "0"}, {"--engine-kind", "sglang", "--lora-adapter", "a=/x"}, {"--engine-kind", "llamacpp", "--max-loras", "2"},
+	} {
+		if _, err := parseFlags(append(append([]string{}, base...), bad...), io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
 		}
 	}
 }

@@ -21,7 +21,7 @@ func (c *config) checkSGLang(fs *flag.FlagSet) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "lora", "offload-block-size":
+		case "lora", "lora-adapter", "max-loras", "offload-block-size":
 			bad = append(bad, "--"+f.Name)
 		}
 	})

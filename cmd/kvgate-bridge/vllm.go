@@ -71,6 +71,14 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 		names[l.WireID] = l.Name
 	}
 	e.LoRAs = names
+	e.Residency = c.newResidency(e)
+	if e.Residency != nil {
+		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+		if err := e.Residency.Sync(sctx); err != nil {
+			log.Info("the engine's adapters are not known yet; they are read again every --lora-interval", "engine", c.engineURL, "err", err)
+		}
+		scancel()
+	}
 	if capacity == 0 {
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil {
@@ -105,13 +113,21 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 func (vb *vllmBridge) handshake() wire.Handshake {
 	hs := vb.c.handshake(vb.Capacity)
 	hs.Features |= vb.Features() // vLLM: the sampling section; SGLang: none
+	if vb.Residency != nil {
+		hs.Features |= wire.FeatureAdapters // adapters loaded at run time, residency in ADAPTERS
+	}
 	for _, l := range vb.c.loras {
 		hs.LoRAs = append(hs.LoRAs, wire.LoRA{ID: l.WireID, Name: l.Name})
 	}
 	return hs
 }
 
-func (vb *vllmBridge) setOut(srv *serve.Server) { vb.Out = srv }
+func (vb *vllmBridge) setOut(srv *serve.Server) {
+	vb.Out = srv
+	if vb.Residency != nil {
+		vb.Residency.Announce = func(m *wire.Adapters) { srv.BroadcastIf(wire.FeatureAdapters, m) }
+	}
+}
 
 func (vb *vllmBridge) collectors(routers func() int) []prometheus.Collector {
 	return append(vllm.Collectors(vb.Bridge, vb.subs, routers), vllm.SubscriberCollectors(vb.subs)...)
@@ -119,6 +135,9 @@ func (vb *vllmBridge) collectors(routers func() int) []prometheus.Collector {
 
 func (vb *vllmBridge) run(ctx context.Context) {
 	go vb.PollLoad(ctx, vb.c.metricsURL, vb.c.metricsEvery)
+	if vb.Residency != nil {
+		go vb.Residency.Poll(ctx, vb.c.loraEvery)
+	}
 	for r, sub := range vb.subs {
 		go func() {
 			if err := sub.Run(ctx); err != nil {

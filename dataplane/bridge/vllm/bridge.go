@@ -75,6 +75,13 @@ func (b *Bridge) Lost(rank int, reason string) {
 
 // Snapshot implements serve.Backend.
 func (b *Bridge) Snapshot(conn uint64, id uint32) {
+	if b.Residency != nil && b.Out.PeerFeatures(conn)&wire.FeatureAdapters != 0 {
+		// Residency first: the router knows each rank's adapters before
+		// their cache (PROTOCOL.md 6.9).
+		if err := b.Out.SendTo(conn, b.Residency.ResidentFrames()...); err != nil {
+			return
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for r := range b.Ranks {

@@ -8,7 +8,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // the engine holds, and the routers connected (routers reports them).
 func Collectors(b *Bridge, subs []*Subscriber, routers func() int) []prometheus.Collector {
 	sum := subscriberSum(subs)
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		counter("event_batches_total", "KV event batches received from the engine.", sum(func(s *Subscriber) uint64 { return s.Received.Load() })),
 		counter("event_batches_replayed_total", "Batches fetched from the replay socket after a gap.", sum(func(s *Subscriber) uint64 { return s.Replayed.Load() })),
 		counter("event_gaps_total", "Sequence gaps seen on the KV event stream.", sum(func(s *Subscriber) uint64 { return s.Gaps.Load() })),
@@ -24,6 +24,26 @@ func Collectors(b *Bridge, subs []*Subscriber, routers func() int) []prometheus.
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvgate_bridge_routers", Help: "Connected routers."},
 			func() float64 { return float64(routers()) }),
+	}, residencyCollectors(b.Residency)...)
+}
+
+// residencyCollectors are the adapter residency's metrics (none without
+// one): loads, their time, evictions, failures, what is resident and who
+// waits for a slot.
+func residencyCollectors(r *Residency) []prometheus.Collector {
+	if r == nil {
+		return nil
+	}
+	stat := func(f func(s ResidencyStats) float64) func() float64 { return func() float64 { return f(r.Stats()) } }
+	return []prometheus.Collector{
+		counter("lora_loads_total", "LoRA adapters loaded on the engine for requests.", stat(func(s ResidencyStats) float64 { return float64(s.Loads) })),
+		counter("lora_load_seconds_total", "Time the engine took for those loads.", stat(func(s ResidencyStats) float64 { return s.LoadTime.Seconds() })),
+		counter("lora_evictions_total", "Adapters unloaded to free a slot.", stat(func(s ResidencyStats) float64 { return float64(s.Evictions) })),
+		counter("lora_load_failures_total", "Adapter loads the engine refused or that failed.", stat(func(s ResidencyStats) float64 { return float64(s.Failures) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvgate_bridge_lora_resident", Help: "Adapters of the bridge's resident on the engine."},
+			stat(func(s ResidencyStats) float64 { return float64(s.Resident) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvgate_bridge_lora_waiting", Help: "Requests waiting for an adapter slot (every resident adapter in use)."},
+			stat(func(s ResidencyStats) float64 { return float64(s.Waiting) })),
 	}
 }
 

@@ -36,6 +36,10 @@ type Engine struct {
 	// A GENERATE that names a rank is sent to it (DPRankHeader); one that
 	// names a rank the engine does not have is refused.
 	DPRanks int
+	// Residency, when set, loads and unloads adapters at run time within
+	// the engine's slots (lora.go): a request for an adapter that is not
+	// resident waits for its load.
+	Residency *Residency
 
 	reqs bridgeutil.Requests
 }
@@ -101,7 +105,12 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		body.Seed = &seed
 	}
 	body.samplingFields = samplingOf(g)
-	go e.run(e.reqs.Start(k), k, &body, rank)
+	ctx := e.reqs.Start(k)
+	if g.LoRAID != 0 && e.Residency != nil {
+		go e.runAdapter(ctx, k, g.LoRAID, &body, rank)
+		return nil
+	}
+	go e.run(ctx, k, &body, rank)
 	return nil
 }
 

@@ -33,7 +33,8 @@ type Fake struct {
 	mu       sync.Mutex
 	cache    map[vllm.Hash]*entry // engine hash -> block
 	offload  offloadTier          // CPU copies of evicted blocks (WithOffload)
-	loras    map[string]int       // adapter name -> vLLM lora_id (WithLoRA)
+	loras    map[string]int       // adapter name -> vLLM lora_id (WithLoRA, runtime loads)
+	lora     loraState            // the runtime adapter API (WithRuntimeLoRA, lora.go)
 	tick     uint64
 	seq      uint64
 	buffer   [][2][]byte // (seq, payload) kept for replay
@@ -80,6 +81,9 @@ type options struct {
 	topic                *string
 	rank, dpSize         int // SGLang with DP attention (sglang_dp.go)
 	maxModelLen          int // the max_model_len GET /v1/models lists (0: 131072)
+	runtimeLoRA          bool
+	loraDelay            time.Duration
+	loraPaths            map[string]bool
 }
 
 // WithMaxModelLen makes GET /v1/models list the model with context n, as
@@ -124,7 +128,8 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
 		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
-		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{}}
+		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{},
+		lora: loraState{paths: a.loraPaths, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
 	if a.topic != nil {
 		f.topic, f.topicInReplay = []byte(*a.topic), true
 	}
@@ -154,6 +159,7 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 		mux.HandleFunc("POST /v1/completions", f.completions)
 		mux.HandleFunc("GET /metrics", f.metrics)
 		mux.HandleFunc("GET /v1/models", f.models(cmp.Or(a.maxModelLen, 131072)))
+		f.loraRoutes(mux, a.runtimeLoRA)
 	}
 	f.HTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = f.HTTP.Serve(ln) }()

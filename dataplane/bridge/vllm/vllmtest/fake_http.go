@@ -26,11 +26,8 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"prompt must be token ids"}}`, http.StatusBadRequest)
 		return
 	}
-	lora := ""
-	if _, ok := f.loras[req.Model]; ok {
-		lora = req.Model
-	} else if req.Model != f.Model {
-		http.Error(w, `{"error":{"message":"model not found"}}`, http.StatusNotFound)
+	lora, ok := f.servedModel(w, req.Model)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
@@ -149,10 +146,16 @@ func (f *Fake) models(maxModelLen int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		cards := []map[string]any{{"id": f.Model, "object": "model", "owned_by": "vllm", "root": f.Model, "parent": nil,
 			"max_model_len": maxModelLen, "permission": []any{}}}
+		f.mu.Lock()
 		for name := range f.loras {
-			cards = append(cards, map[string]any{"id": name, "object": "model", "owned_by": "vllm", "root": "/adapters/" + name,
+			root := f.lora.roots[name] // a runtime adapter's lora_path
+			if root == "" {
+				root = "/adapters/" + name
+			}
+			cards = append(cards, map[string]any{"id": name, "object": "model", "owned_by": "vllm", "root": root,
 				"parent": f.Model, "max_model_len": nil, "permission": []any{}})
 		}
+		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": cards})
 	}
