@@ -200,8 +200,8 @@ func TestHybridMatchAllocs(t *testing.T) {
 		must(t, ix.Apply(slots[0], []Event{{Kind: Stored, Group: uint16(g), Hashes: p[:300]}}))
 	}
 	out := make([]Match, 2)
-	if n := testing.AllocsPerRun(100, func() { ix.Match(p, slots, out) }); n != 0 {
-		t.Fatalf("%v allocs per hybrid match", n)
+	if n := testing.AllocsPerRun(100, func() { ix.Match(p, slots, out) }); n != 0 && !raceEnabled {
+		t.Fatalf("%v allocs per hybrid match", n) // sync.Pool drops items on purpose under the race detector
 	}
 	if out[0].Depth() != 300 || out[1].Depth() != 0 {
 		t.Fatalf("hits %d, %d; want 300, 0", out[0].Depth(), out[1].Depth())
