@@ -36,20 +36,18 @@ type daemon struct {
 
 func start(c *config, log *slog.Logger) (*daemon, error) {
 	d := &daemon{log: log, served: make(chan error, 1)}
-	tok, tokName, err := tokenize.Open(c.tokenizerDir)
+	tk, err := loadTokenizers(c)
 	if err != nil {
 		return nil, err
 	}
-	if c.maxModelLen > 0 {
-		tok.Config.ModelMaxLength = c.maxModelLen
-	}
+	tok := tk.tok
 	checkLimits(log)
 	if err := engine.RouteNetpollLog(log); err != nil {
 		return nil, err
 	}
 	addrs := c.engines
 	if c.simEngines > 0 {
-		if addrs, err = d.startSims(c, tok); err != nil {
+		if addrs, err = d.startSims(c, tk.simModel, tok); err != nil {
 			return nil, err
 		}
 	}
@@ -79,7 +77,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	if httpPool != nil {
 		admin.RegisterPassthrough(reg, httpPool)
 	}
-	gw := &gateway.Gateway{Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
+	gw := &gateway.Gateway{Models: tk.models, Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
 		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool,
 		MaxModelLen: c.maxModelLen, ToolParser: c.toolParser, ReasoningParser: c.reasoningParser}
 	c.http.Logger = log
@@ -121,7 +119,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		ringAddr = d.ring.Addr()
 	}
 	log.Info("kvgate listening", "addr", d.http.Addr(), "admin", d.admin.Addr(), "ring", ringAddr, "engines", addrs,
-		"policy", string(c.policy), "tokenizer", tokName)
+		"policy", string(c.policy), "tokenizer", tk.name, "models", tk.names())
 	return d, nil
 }
 
@@ -132,16 +130,55 @@ const (
 	statusSamples = 300
 )
 
+// tokenizers are what the gateway tokenizes with: the --model models,
+// or the one tokenizer of the --tokenizer shorthand.
+type tokenizers struct {
+	models   []*gateway.Model // none: the shorthand
+	tok      *tokenize.Tokenizer
+	name     string // the shorthand's tokenizer, or the first model's
+	simModel string // what --sim-engines serve
+}
+
+// loadTokenizers loads --model's models (each checked: its tokenizer
+// loads and its chat template renders) or --tokenizer's tokenizer.
+func loadTokenizers(c *config) (*tokenizers, error) {
+	if len(c.models) > 0 {
+		models, err := gateway.LoadModels(c.models)
+		if err != nil {
+			return nil, err
+		}
+		return &tokenizers{models: models, tok: models[0].Tok, name: models[0].TokName, simModel: models[0].Name}, nil
+	}
+	tok, name, err := tokenize.Open(c.tokenizerDir)
+	if err != nil {
+		return nil, err
+	}
+	if c.maxModelLen > 0 {
+		tok.Config.ModelMaxLength = c.maxModelLen
+	}
+	return &tokenizers{tok: tok, name: name, simModel: "Qwen/Qwen3-8B"}, nil
+}
+
+// names are the served models as name=tokenizer, for the log.
+func (t *tokenizers) names() []string {
+	out := make([]string, 0, len(t.models))
+	for _, m := range t.models {
+		out = append(out, m.Name+"="+m.TokName)
+	}
+	return out
+}
+
 // startSims runs the embedded default's engines on loopback: real TCP, the
-// real wire protocol, serving the built-in tokenizer's model name.
-// They answer prompts that offer tools with tool calls (sim.ToolCalls).
-func (d *daemon) startSims(c *config, tok *tokenize.Tokenizer) ([]string, error) {
+// real wire protocol, serving model (the built-in tokenizer's model name,
+// or the first --model). They answer prompts that offer tools with tool
+// calls (sim.ToolCalls).
+func (d *daemon) startSims(c *config, model string, tok *tokenize.Tokenizer) ([]string, error) {
 	profile, err := sim.LoadProfile(c.simProfile)
 	if err != nil {
 		return nil, err
 	}
 	cfg := sim.DefaultConfig()
-	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = "Qwen/Qwen3-8B", profile, c.simGPUBlocks
+	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = model, profile, c.simGPUBlocks
 	cfg.Rank.CPUBlocks, cfg.Rank.DiskBlocks = c.simCPUBlocks, c.simDiskBlocks
 	if c.maxModelLen > 0 {
 		cfg.Rank.MaxModelLen = c.maxModelLen // the gateway holds requests to the same context

@@ -31,6 +31,7 @@ type config struct {
 	simDiskBlocks       int
 	simSpeed            float64
 	tokenizerDir        string
+	models              []gateway.ModelSpec // --model, in order; none: the --tokenizer shorthand
 	policy              route.Policy
 	weights             route.Weights
 	apiKeys             map[string]bool
@@ -67,7 +68,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.simCPUBlocks, "sim-cpu-blocks", 0, "CPU-tier KV blocks of each simulated engine (0: none); GPU evictions move there")
 	fs.IntVar(&c.simDiskBlocks, "sim-disk-blocks", 0, "disk-tier KV blocks of each simulated engine (0: none); CPU-tier evictions move there")
 	fs.Float64Var(&c.simSpeed, "sim-speed", 1, "time scale of the simulated engines")
-	fs.StringVar(&c.tokenizerDir, "tokenizer", "", "directory with tokenizer.json and tokenizer_config.json (default: the built-in Qwen3 tokenizer)")
+	fs.StringVar(&c.tokenizerDir, "tokenizer", "", "directory with tokenizer.json and tokenizer_config.json (default: the built-in Qwen3 tokenizer), for whatever model names the engines announce; --model instead serves several models")
+	fs.Func("model", "a served model, "+gateway.ModelSpecSyntax+" (repeatable): its tokenizer directory (builtin: the built-in Qwen3), the other names requests may use, its output parsers and context length (options not given take --tool-parser, --reasoning-parser, --max-model-len); with --model, only these models are served", func(v string) error {
+		s, err := gateway.ParseModelSpec(v)
+		if err == nil {
+			c.models = append(c.models, s)
+		}
+		return err
+	})
 	policy := fs.String("policy", "kv", "routing policy: kv, round-robin, least-load, session, approx-prefix")
 	fs.Float64Var(&c.weights.PrefillTokensPerMs, "prefill-rate", c.weights.PrefillTokensPerMs, "kv policy: engine prefill rate in tokens/ms")
 	fs.Float64Var(&c.weights.CPUBlockCost, "cpu-block-cost", c.weights.CPUBlockCost, "kv policy: override: cost of a CPU-tier block relative to recomputing it (negative: its transfer time, from the engine's announced tier costs)")
@@ -90,14 +98,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.http.SocketSendBuffer, "socket-send-buffer", 0, "SO_SNDBUF of client sockets in bytes (0: kernel autotuning)")
 	fs.IntVar(&c.http.MaxConns, "max-conns", c.http.MaxConns, "client connections held at once, idle or streaming (one more is answered 503); bounds streams in flight too")
 	fs.IntVar(&c.retries, "retries", 2, "re-routes of a request whose engine fails before the first token")
-	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "the model's context length in tokens, prompt plus max_tokens, as vLLM's --max-model-len (0: the tokenizer's model_max_length)")
+	fs.IntVar(&c.maxModelLen, "max-model-len", 0, "the model's context length in tokens, prompt plus max_tokens, as vLLM's --max-model-len (0: the smallest the model's engines announce, else the tokenizer's model_max_length); with --model, the default of each model's max-model-len")
 	fs.DurationVar(&c.firstTokenTimeout, "first-token-timeout", 5*time.Minute, "wait for a first token before answering 504")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "SIGTERM: how long in-flight requests may finish")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	configFile := fs.String("config", "", "file of flag=value lines, applied before the command line; SIGHUP or POST /admin/reload reads it again (API keys, log level and --engine change live, other changes are refused)")
 	fs.BoolVar(&c.checkOnly, "check-config", false, "validate the configuration and exit")
-	fs.StringVar(&c.toolParser, "tool-parser", "", "tool-call syntax of the model's output, as vLLM's --tool-call-parser: hermes, llama3_json, deepseek_v3 or none (default: read from the chat template)")
-	fs.StringVar(&c.reasoningParser, "reasoning-parser", "", "reasoning syntax of the model's output, as vLLM's --reasoning-parser: qwen3, deepseek_r1 or none (default: the chat template's <think>)")
+	fs.StringVar(&c.toolParser, "tool-parser", "", "tool-call syntax of the model's output, as vLLM's --tool-call-parser: hermes, llama3_json, deepseek_v3 or none (default: read from the chat template); with --model, the default of each model's tool-parser")
+	fs.StringVar(&c.reasoningParser, "reasoning-parser", "", "reasoning syntax of the model's output, as vLLM's --reasoning-parser: qwen3, deepseek_r1 or none (default: the chat template's <think>); with --model, the default of each model's reasoning-parser")
 	c.ring.register(fs)
 	c.engine.register(fs)
 	c.discovery.register(fs)
@@ -125,7 +133,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if err != nil {
 			return nil, err
 		}
-		// File first, then the command line again so it wins.
+		// File first, then the command line again so it wins; repeatable
+		// flags collect from the file and the command line once each.
+		c.models, c.httpEngines = nil, nil
 		if err := fs.Parse(append(fileArgs, args...)); err != nil {
 			return nil, err
 		}
@@ -176,6 +186,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := gateway.CheckParsers(c.toolParser, c.reasoningParser); err != nil {
+		return nil, err
+	}
+	if err := c.checkModels(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -236,4 +249,31 @@ func loadSecret(env, file, flagName string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s is empty: refusing to start without authentication", flagName, file)
 	}
 	return secret, nil
+}
+
+// checkModels refuses --model with --tokenizer and fills each model's
+// options not given from the one-model flags.
+func (c *config) checkModels() error {
+	if len(c.models) == 0 {
+		return nil
+	}
+	if c.tokenizerDir != "" {
+		return errors.New("give --tokenizer (one tokenizer for every model the engines announce) or --model NAME=DIR (each model its own), not both")
+	}
+	for i := range c.models {
+		m := &c.models[i]
+		if m.ToolParser == "" {
+			m.ToolParser = c.toolParser
+		}
+		if m.ReasoningParser == "" {
+			m.ReasoningParser = c.reasoningParser
+		}
+		if m.MaxModelLen == 0 {
+			m.MaxModelLen = c.maxModelLen
+		}
+		if err := gateway.CheckParsers(m.ToolParser, m.ReasoningParser); err != nil {
+			return fmt.Errorf("--model %s: %w", m.Name, err)
+		}
+	}
+	return nil
 }

@@ -64,3 +64,50 @@ func TestAuthConfigFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestModelFlags: --model repeats, from the config file and the command
+// line once each; options not given take the one-model flags; --model
+// with --tokenizer is refused; --check-config loads every model and
+// names the one whose tokenizer does not load.
+func TestModelFlags(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "kvgate.conf")
+	if err := os.WriteFile(conf, []byte("model = a=builtin,alias=x,tool-parser=none\nhttp-engine = http://127.0.0.1:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	llama := "../../dataplane/tokenize/testdata/families/llama2"
+	cfg, err := parseFlags([]string{"--sim-engines", "1", "--config", conf, "--tool-parser", "hermes", "--max-model-len", "2048",
+		"--model", "b=" + llama + ",max-model-len=4096,reasoning-parser=none"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range cfg.models {
+		got = append(got, m.String())
+	}
+	want := []string{"a=builtin,alias=x,tool-parser=none,max-model-len=2048", "b=" + llama + ",tool-parser=hermes,reasoning-parser=none,max-model-len=4096"}
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(cfg.httpEngines) != 1 {
+		t.Fatalf("models %q (http engines %v), want %q and one http engine", got, cfg.httpEngines, want)
+	}
+	tk, err := loadTokenizers(cfg)
+	if err != nil || len(tk.models) != 2 || tk.simModel != "a" || tk.models[1].Tok.VocabSize() == tk.models[0].Tok.VocabSize() {
+		t.Fatalf("loaded %+v, %v", tk, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tokenizer", llama, "--model", "a=builtin"}, "not both"},
+		{[]string{"--model", "a=builtin,tool-parser=mystery"}, "mystery"},
+		{[]string{"--model", "a"}, "NAME=DIR"},
+	} {
+		if _, err := parseFlags(append([]string{"--sim-engines", "1"}, c.args...), io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error with %q", c.args, err, c.want)
+		}
+	}
+	var out strings.Builder
+	if rc := run([]string{"--sim-engines", "1", "--model", "a=builtin", "--model", "b=" + dir, "--check-config"}, &out); rc != 2 ||
+		!strings.Contains(out.String(), `model "b": loading the tokenizer`) {
+		t.Fatalf("--check-config with a model that does not load: %d %q", rc, out.String())
+	}
+}

@@ -26,6 +26,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	if cfg.checkOnly {
+		if _, err := loadTokenizers(cfg); err != nil {
+			fmt.Fprintln(stderr, "kvgate:", err)
+			return 2
+		}
 		fmt.Fprintln(stderr, "kvgate: configuration is valid")
 		return 0
 	}

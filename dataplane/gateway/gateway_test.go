@@ -89,6 +89,13 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 	}
 	g := &Gateway{Tok: tok, Router: route.New(pool, route.PolicyKV, route.DefaultWeights()), Pool: pool, Log: log,
 		APIKeys: o.keys, Retries: 1, FirstTokenTimeout: time.Minute, MaxModelLen: o.maxModelLen}
+	return serveGateway(t, g, logs)
+}
+
+// serveGateway serves g on loopback until the test ends; logs is g's log.
+func serveGateway(t *testing.T, g *Gateway, logs *syncBuffer) *testGateway {
+	t.Helper()
+	log := g.Log
 	hc := httpx.DefaultConfig()
 	hc.Addr, hc.EventLoops, hc.Logger = "127.0.0.1:0", 1, log
 	srv := httpx.NewServer(hc, g)
