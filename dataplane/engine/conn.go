@@ -97,6 +97,9 @@ type profile struct {
 	// hasher matches the engine's block size, seed and model.
 	hasher *kvstore.Hasher
 	slots  []kvstore.Slot // kvstore slot per data-parallel rank
+	// groups are the engine's KV cache groups as the index keeps them
+	// (nil: one cache, or a group-blind pool); events name them.
+	groups []kvstore.Group
 }
 
 // noProfile stands for an engine that has not completed a handshake.
@@ -126,6 +129,10 @@ func (e *Engine) Pos() int { return e.pos }
 
 // Ready reports whether the engine takes new requests.
 func (e *Engine) Ready() bool { return e.State() == StateReady }
+
+// Hybrid reports whether the engine's KV cache groups are indexed apart
+// (a hybrid model, and a pool that is not group-blind).
+func (e *Engine) Hybrid() bool { return e.profile().groups != nil }
 
 // Hasher returns the engine's block hasher, nil before the first handshake.
 func (e *Engine) Hasher() *kvstore.Hasher { return e.profile().hasher }
@@ -217,14 +224,14 @@ func (e *Engine) applyEvents(m *wire.KVEvents) {
 		_ = c.Send(0, &wire.SnapshotRequest{SnapshotID: uint32(m.Seq)})
 	}
 	e.lastSeq[m.DPRank] = m.Seq
-	if err := e.pool.index.Apply(slot, convertEvents(m.Events)); err != nil {
+	if err := e.pool.index.Apply(slot, convertEvents(m.Events, e.profile().groups != nil)); err != nil {
 		e.log.Warn("applying KV events", "engine", e.Addr, "err", err)
 	}
 	e.pool.metrics.eventsApplied.Add(uint64(len(m.Events)))
 }
 
 func (e *Engine) applySnapshot(m *wire.Snapshot) {
-	e.snapshots[m.DPRank] = append(e.snapshots[m.DPRank], convertEvents(m.Events)...)
+	e.snapshots[m.DPRank] = append(e.snapshots[m.DPRank], convertEvents(m.Events, e.profile().groups != nil)...)
 	if !m.Last {
 		return
 	}
@@ -244,12 +251,44 @@ func (e *Engine) applySnapshot(m *wire.Snapshot) {
 }
 
 // convertEvents copies wire events (views into the read buffer) into
-// kvstore events.
-func convertEvents(evs []wire.Event) []kvstore.Event {
+// kvstore events. groups says the engine's groups are indexed apart; when
+// they are not (an engine with one cache, or a group-blind pool) every
+// event is taken as group 0, as routers from before groups took them.
+func convertEvents(evs []wire.Event, groups bool) []kvstore.Event {
 	out := make([]kvstore.Event, len(evs))
 	for i, ev := range evs {
 		out[i] = kvstore.Event{Kind: kvstore.EventKind(ev.Kind), Tier: kvstore.Tier(ev.Tier), HasParent: ev.HasParent,
 			Parent: ev.Parent, Hashes: ev.Hashes.AppendTo(make([]uint64, 0, ev.Hashes.Len()))}
+		if groups {
+			out[i].Group = ev.Group
+		}
 	}
 	return out
+}
+
+// helloFeatures are the features of the pool's HELLO: FeatureHybridGroups
+// unless the pool is group-blind.
+func (p *Pool) helloFeatures() wire.Feature {
+	f := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureAdapters
+	if !p.cfg.GroupBlind {
+		f |= wire.FeatureHybridGroups
+	}
+	return f
+}
+
+// indexGroups converts the KV cache groups of an engine's WELCOME into the
+// index's (nil for an engine without groups, or a group-blind pool).
+func (p *Pool) indexGroups(h *wire.Handshake) ([]kvstore.Group, error) {
+	if p.cfg.GroupBlind || h.Features&wire.FeatureHybridGroups == 0 || len(h.Groups) == 0 {
+		return nil, nil
+	}
+	out := make([]kvstore.Group, len(h.Groups))
+	for i, g := range h.Groups {
+		kg, err := kvstore.GroupOf(kvstore.GroupKind(g.Kind), int(g.BlockSize), int(g.Window), int(h.BlockSize))
+		if err != nil {
+			return nil, fmt.Errorf("engine group %d: %w", i, err)
+		}
+		out[i] = kg
+	}
+	return out, nil
 }

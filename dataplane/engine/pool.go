@@ -39,8 +39,12 @@ type Config struct {
 	// DrainTimeout bounds how long a drained or removed engine keeps its
 	// open streams; those still open then end with ErrEngineDown.
 	DrainTimeout time.Duration
-	Limits       wire.Limits
-	Logger       *slog.Logger
+	// GroupBlind asks engines for no KV cache groups and indexes each
+	// engine as one full-attention cache, as routers from before groups
+	// did: a baseline for measurements (cmd/kvgate-bench).
+	GroupBlind bool
+	Limits     wire.Limits
+	Logger     *slog.Logger
 }
 
 // DefaultConfig returns the pool defaults.

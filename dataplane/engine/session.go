@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -52,7 +53,7 @@ func (e *Engine) session(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
 	closeOnDone := context.AfterFunc(hctx, func() { _ = nc.Close() })
 	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
-		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: wire.FeatureS2 | wire.FeatureZstd | wire.FeatureAdapters},
+		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: e.pool.helloFeatures()},
 		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
 	if !closeOnDone() && err == nil {
 		err = fmt.Errorf("handshake: %w", hctx.Err()) // the socket was closed under it
@@ -132,6 +133,10 @@ func (e *Engine) adopt(c *wire.Conn) error {
 		return err
 	}
 	ranks := max(int(c.Peer.DPRanks), 1)
+	groups, err := e.pool.indexGroups(&c.Peer)
+	if err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.conn = c
@@ -140,7 +145,7 @@ func (e *Engine) adopt(c *wire.Conn) error {
 	e.lastSeq = make([]uint64, ranks)
 	e.snapshots = make(map[uint16][]kvstore.Event)
 	slots := e.profile().slots
-	if len(slots) != ranks {
+	if len(slots) != ranks || !slices.Equal(groups, e.profile().groups) {
 		if len(slots) > 0 {
 			_ = e.pool.index.RemoveEngine(e.Addr)
 		}
@@ -148,11 +153,11 @@ func (e *Engine) adopt(c *wire.Conn) error {
 		for t := range kvstore.NumTiers {
 			caps[t] = c.Peer.Capacity(wire.Tier(t))
 		}
-		if slots, err = e.pool.index.AddEngine(kvstore.EngineConfig{ID: e.Addr, Ranks: ranks, Capacity: caps}); err != nil {
+		if slots, err = e.pool.index.AddEngine(kvstore.EngineConfig{ID: e.Addr, Ranks: ranks, Capacity: caps, Groups: groups}); err != nil {
 			return err
 		}
 	}
-	e.prof.Store(&profile{info: c.Peer, hasher: h, slots: slots})
+	e.prof.Store(&profile{info: c.Peer, hasher: h, slots: slots, groups: groups})
 	return nil
 }
 

@@ -104,3 +104,23 @@ func (w *Weights) Cost(p Policy, c *Candidate, n int) float64 {
 	}
 	return cost
 }
+
+// matchBlocks is how many of a prompt's n hashed blocks to match against
+// the candidates cs. An engine computes at least the prompt's last token,
+// so its hit covers at most the blocks before it (vLLM's
+// max_cache_hit_length is num_tokens - 1). For a hybrid engine that bound
+// decides where its groups must serve (kvstore's Match), so a match that
+// has one stops there; without one the whole prompt is matched, as it
+// always was (a full-attention hit is a leading run: the bound only trims
+// it, and the cost sees the prompt's length).
+func matchBlocks(cs []cand, n, tokens, blockSize int) int {
+	for _, c := range cs {
+		if c.e.Hybrid() {
+			if blockSize < 1 || tokens < 1 {
+				return 0
+			}
+			return min(n, (tokens-1)/blockSize)
+		}
+	}
+	return n
+}

@@ -98,8 +98,8 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 		if g.hs, err = g.sc.h.Hash(g.hs, req.Tokens, &keys); err != nil {
 			return nil, fmt.Errorf("route: hashing prompt: %w", err)
 		}
-		matches := r.matchAll(s, g.es, g.hs)
 		bs := g.sc.h.BlockSize()
+		matches := r.matchAll(s, g.es, g.hs[:matchBlocks(g.es, len(g.hs), len(req.Tokens), bs)])
 		for i, cd := range g.es {
 			e := cd.e
 			prefill, decode, _ := r.queued(e, cd.rank)
