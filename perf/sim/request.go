@@ -57,6 +57,11 @@ type Params struct {
 	RequestID  string
 	// Sampling are the extras of GENERATE's sampling section; nil: none.
 	Sampling *Sampling
+	// Traceparent is the W3C trace context of GENERATE's trace section
+	// (wire.FeatureTrace): the router's span this request's work belongs
+	// to. The simulator makes no spans; it logs it with the request.
+	// Empty: none.
+	Traceparent string
 }
 
 // NewRequest builds a request for prompt (copied).
@@ -94,6 +99,14 @@ type Output struct {
 	// for logprobs).
 	Logprob    wire.LogprobEntry
 	HasLogprob bool
+}
+
+// traceparentOf is the traceparent of g's trace section, "" without one.
+func traceparentOf(g *wire.Generate) string {
+	if g.Flags&wire.GenTrace == 0 {
+		return ""
+	}
+	return g.Trace.Traceparent()
 }
 
 // keysOf takes the hash keys of a GENERATE (copied out of the frame).

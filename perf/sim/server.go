@@ -16,7 +16,9 @@ import (
 // KV event and LOAD report, and each GENERATE runs on one rank.
 //
 // Locks: Server.mu guards the request table; each rank's mu guards its Core
-// and snapshot queue. A goroutine holds at most one of them at a time.
+// and snapshot queue; the outbox's mu its outputs. A goroutine holds at
+// most one of them at a time. One writer goroutine sends every TOKENS
+// frame (writeTokens).
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
@@ -27,6 +29,8 @@ type Server struct {
 	open map[serve.Key]int // running request -> rank
 	// loras are the ranks' adapter slots (Config.MaxLoRAs > 0 only).
 	loras []*rankLoRA
+	// out carries the ranks' outputs to the writer (tokens.go).
+	out *outbox
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -42,7 +46,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger.With("engine", cfg.ID), open: map[serve.Key]int{}, ctx: ctx, cancel: cancel}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("engine", cfg.ID), open: map[serve.Key]int{}, out: newOutbox(), ctx: ctx, cancel: cancel}
 	s.srv = serve.New(serve.Config{Handshake: s.handshake(), Secret: cfg.Secret, Limits: cfg.Limits,
 		DrainTimeout: cfg.DrainTimeout, HandshakeTimeout: cfg.HandshakeTimeout, MaxHandshakes: cfg.MaxHandshakes,
 		Logger: s.log}, backend{s})
@@ -57,6 +61,8 @@ func NewServer(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); rk.run(ctx) }()
 	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.writeTokens() }()
 	s.initLoRA()
 	if cfg.LoadInterval > 0 {
 		s.wg.Add(1)
@@ -84,6 +90,7 @@ func (s *Server) Close() {
 
 func (s *Server) stopRanks() {
 	s.cancel()
+	s.out.close()
 	s.wg.Wait()
 }
 
@@ -93,7 +100,7 @@ func (s *Server) handshake() wire.Handshake {
 	h := wire.Handshake{
 		Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: s.cfg.ID,
 		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureMultimodal | wire.FeatureS2 | wire.FeatureZstd |
-			wire.FeatureSampling,
+			wire.FeatureSampling | wire.FeatureTrace,
 		BlockSize: uint32(rc.BlockSize), MaxBatchedTokens: uint32(rc.MaxBatchedTokens), HashSeed: rc.HashSeed,
 		DPRanks: uint16(s.cfg.DPRanks), Models: []string{rc.Model}, LoRAs: s.cfg.LoRAs,
 		Tiers: rc.Capacities(), TierCosts: rc.TierCosts(), MaxModelLen: uint32(rc.MaxModelLen),
@@ -128,7 +135,11 @@ func (b backend) Generate(k serve.Key, g *wire.Generate) error {
 	req := NewRequest(RequestKey(k), g.Prompt.AppendTo(nil), Params{
 		MaxTokens: int(g.MaxTokens), IgnoreEOS: g.Flags&wire.GenIgnoreEOS != 0, StopTokens: g.StopTokens.AppendTo(nil),
 		Seed: g.Seed, HasSeed: g.Flags&wire.GenHasSeed != 0, RequestID: string(g.RequestID), Sampling: SamplingOf(g),
+		Traceparent: traceparentOf(g),
 	}, keysOf(g))
+	if req.Params.Traceparent != "" {
+		s.log.Debug("traced request", "request", req.Params.RequestID, "traceparent", req.Params.Traceparent)
+	}
 	s.mu.Lock()
 	s.open[k] = r
 	s.mu.Unlock()
@@ -163,7 +174,7 @@ func (b backend) Cancel(k serve.Key) {
 	out, ok := rk.core.Cancel(RequestKey(k))
 	rk.mu.Unlock()
 	if ok {
-		s.deliver([]Output{out})
+		s.out.add([]Output{out}, false) // after the stream's tokens, never waiting: this is the read loop
 	}
 }
 
@@ -187,6 +198,9 @@ func (b backend) Snapshot(conn uint64, id uint32) {
 }
 
 func (b backend) Idle() bool {
+	if !b.s.out.idle() {
+		return false
+	}
 	for _, rk := range b.s.ranks {
 		rk.mu.Lock()
 		idle := rk.core.Idle()
@@ -227,38 +241,35 @@ func (s *Server) pickRank(want uint16) int {
 	return best
 }
 
-// deliver sends a step's outputs as TOKENS frames.
-func (s *Server) deliver(outs []Output) {
-	batch := make([]serve.Tokens, 0, len(outs))
-	for i := range outs {
-		o := &outs[i]
-		t := serve.Tokens{Key: serve.Key(o.Key)}
-		if o.HasToken {
-			t.Msg.Tokens = wire.TokensOf([]uint32{o.Token})
+// deliver queues a step's outputs for the writer (tokens.go's outbox);
+// the rank waits while its writer is maxStepsAhead steps behind.
+func (s *Server) deliver(outs []Output) { s.out.add(outs, true) }
+
+// writeTokens sends the outputs the outbox holds until the server stops.
+func (s *Server) writeTokens() {
+	var fb frameBuilder
+	for {
+		outs, ok := s.out.take()
+		if !ok {
+			return
 		}
-		if o.HasLogprob {
-			// Exactly TopLogprobs alternatives each, as sample gives them.
-			if lps, err := wire.LogprobsOf(len(o.Logprob.Top), []wire.LogprobEntry{o.Logprob}); err == nil {
-				t.Msg.Flags |= wire.TokLogprobs
-				t.Msg.Logprobs = lps
+		s.srv.Deliver(fb.frames(outs, s.batches))
+		for i := range outs {
+			if o := &outs[i]; o.Finish != wire.FinishNone {
+				s.mu.Lock()
+				delete(s.open, serve.Key(o.Key))
+				s.mu.Unlock()
+				s.releaseLoRA(serve.Key(o.Key))
 			}
 		}
-		if o.First {
-			t.Msg.Flags |= wire.TokFirst
-			t.Msg.CachedTokens = uint32(o.Cached)
-		}
-		if o.Finish != wire.FinishNone {
-			t.Msg.Flags |= wire.TokLast
-			t.Msg.Finish = o.Finish
-			t.Msg.PromptTokens, t.Msg.CompletionTokens = uint32(o.PromptTokens), uint32(o.CompletionTokens)
-			s.mu.Lock()
-			delete(s.open, serve.Key(o.Key))
-			s.mu.Unlock()
-			s.releaseLoRA(serve.Key(o.Key))
-		}
-		batch = append(batch, t)
+		s.out.sent(outs)
 	}
-	s.srv.Deliver(batch)
+}
+
+// batches reports whether the router on conn takes several steps' tokens
+// in a frame (its HELLO set wire.FeatureTokenBatch; the WELCOME always does).
+func (s *Server) batches(conn uint64) bool {
+	return s.srv.PeerFeatures(conn)&wire.FeatureTokenBatch != 0
 }
 
 func (s *Server) reportLoad(ctx context.Context) {
