@@ -1,5 +1,13 @@
 package sim
 
+import (
+	"slices"
+	"sync"
+
+	"github.com/kvgate/kvgate/wire"
+	"github.com/kvgate/kvgate/wire/serve"
+)
+
 // Token generation is deterministic: the k-th token of a request depends
 // only on its seed and k, so a replayed trace produces the same text.
 
@@ -40,4 +48,169 @@ func nextToken(seed uint64, k int, ignoreEOS bool, eos uint32) (uint32, bool) {
 		return eos, true
 	}
 	return uint32((r >> 8) % vocabSize), false
+}
+
+// maxStepsAhead bounds how many steps with output a server's ranks may
+// finish while its writer is still sending earlier ones: a real engine's
+// GPU does not wait for the output of the step before to reach the
+// router, but its output queue is not endless either. With a zero-cost or
+// sped-up profile steps are made faster than they can be written, and
+// this many are ready at once.
+const maxStepsAhead = 32
+
+// outbox carries the steps' outputs from the ranks to the server's
+// writer, which sends what has piled up whenever it is free: each token as
+// soon as the connection can carry it, several steps' tokens of a stream
+// in one frame for routers that take them (wire.FeatureTokenBatch), one
+// frame a step for the others.
+//
+// Locks: mu guards every field; the writer holds it only to take the
+// pending outputs, never while it writes.
+type outbox struct {
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when outputs arrive, are taken or the box closes
+	pending []Output
+	spare   []Output // the last batch's array, reused
+	steps   int      // steps whose outputs are pending
+	busy    bool     // the writer is sending a batch
+	closed  bool
+}
+
+func newOutbox() *outbox {
+	o := &outbox{}
+	o.cond = sync.NewCond(&o.mu)
+	return o
+}
+
+// add queues one step's outputs; wait makes a rank wait while
+// maxStepsAhead steps are pending (a CANCEL's last output never waits).
+func (o *outbox) add(outs []Output, wait bool) {
+	if len(outs) == 0 {
+		return
+	}
+	o.mu.Lock()
+	for wait && o.steps >= maxStepsAhead && !o.closed {
+		o.cond.Wait()
+	}
+	o.pending = append(o.pending, outs...)
+	o.steps++
+	o.cond.Broadcast()
+	o.mu.Unlock()
+}
+
+// take waits for pending outputs and returns them; false once closed.
+func (o *outbox) take() ([]Output, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.pending) == 0 && !o.closed {
+		o.cond.Wait()
+	}
+	if o.closed {
+		return nil, false
+	}
+	outs := o.pending
+	o.pending, o.spare = o.spare[:0], nil
+	o.steps, o.busy = 0, true
+	o.cond.Broadcast()
+	return outs, true
+}
+
+// sent returns a taken batch's array once it is written.
+func (o *outbox) sent(outs []Output) {
+	clear(outs)
+	o.mu.Lock()
+	o.busy, o.spare = false, outs[:0]
+	o.mu.Unlock()
+}
+
+// idle reports whether nothing waits to be written or is being written.
+func (o *outbox) idle() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.pending) == 0 && !o.busy
+}
+
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.cond.Broadcast()
+	o.mu.Unlock()
+}
+
+// frameBuilder turns outputs into TOKENS frames, its arrays reused from
+// one batch to the next.
+type frameBuilder struct {
+	out   []serve.Tokens
+	ids   []uint32
+	lps   []wire.LogprobEntry
+	open  map[serve.Key]int // the frame each batching stream's outputs join
+	hasLP []bool            // per frame: its tokens carry logprobs
+}
+
+// frames builds the batch's frames in order. A stream of a router that
+// batches (batches(conn)) has one frame for all its outputs in the batch;
+// other streams one frame per output, as before the feature.
+func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool) []serve.Tokens {
+	fb.out, fb.hasLP = fb.out[:0], fb.hasLP[:0]
+	fb.ids, fb.lps = slices.Grow(fb.ids[:0], len(outs)), fb.lps[:0] // never grows below: Tokens views stay put
+	if fb.open == nil {
+		fb.open = map[serve.Key]int{}
+	}
+	clear(fb.open)
+	conns := map[uint64]bool{}
+	// members[f] lists frame f's outputs, in order.
+	var members [][]int
+	for i := range outs {
+		k := serve.Key(outs[i].Key)
+		b, seen := conns[k.Conn]
+		if !seen {
+			b = batches(k.Conn)
+			conns[k.Conn] = b
+		}
+		if f, ok := fb.open[k]; ok && b && (!outs[i].HasToken || outs[i].HasLogprob == fb.hasLP[f]) {
+			members[f] = append(members[f], i)
+			continue
+		}
+		fb.open[k] = len(members)
+		members = append(members, []int{i})
+		fb.hasLP = append(fb.hasLP, outs[i].HasLogprob)
+	}
+	for f, idx := range members {
+		fb.out = append(fb.out, fb.frame(outs, idx, fb.hasLP[f]))
+	}
+	return fb.out
+}
+
+// frame is one frame of outs[idx...], all of one stream, in order.
+func (fb *frameBuilder) frame(outs []Output, idx []int, hasLP bool) serve.Tokens {
+	t := serve.Tokens{Key: serve.Key(outs[idx[0]].Key)}
+	start, lpStart := len(fb.ids), len(fb.lps)
+	topN := 0
+	for _, i := range idx {
+		o := &outs[i]
+		if o.HasToken {
+			fb.ids = append(fb.ids, o.Token)
+			if hasLP {
+				fb.lps = append(fb.lps, o.Logprob)
+				topN = len(o.Logprob.Top) // exactly TopLogprobs alternatives each, as sample gives them
+			}
+		}
+		if o.First {
+			t.Msg.Flags |= wire.TokFirst
+			t.Msg.CachedTokens = uint32(o.Cached)
+		}
+		if o.Finish != wire.FinishNone {
+			t.Msg.Flags |= wire.TokLast
+			t.Msg.Finish = o.Finish
+			t.Msg.PromptTokens, t.Msg.CompletionTokens = uint32(o.PromptTokens), uint32(o.CompletionTokens)
+		}
+	}
+	t.Msg.Tokens = wire.TokensOf(fb.ids[start:])
+	if hasLP && len(fb.lps) > lpStart {
+		if lps, err := wire.LogprobsOf(topN, fb.lps[lpStart:]); err == nil {
+			t.Msg.Flags |= wire.TokLogprobs
+			t.Msg.Logprobs = lps
+		}
+	}
+	return t
 }
