@@ -100,7 +100,7 @@ func (s *Server) handshake() wire.Handshake {
 	h := wire.Handshake{
 		Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: s.cfg.ID,
 		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureMultimodal | wire.FeatureS2 | wire.FeatureZstd |
-			wire.FeatureSampling | wire.FeatureTrace,
+			wire.FeatureSampling | wire.FeatureTrace | wire.FeatureTokenBatch,
 		BlockSize: uint32(rc.BlockSize), MaxBatchedTokens: uint32(rc.MaxBatchedTokens), HashSeed: rc.HashSeed,
 		DPRanks: uint16(s.cfg.DPRanks), Models: []string{rc.Model}, LoRAs: s.cfg.LoRAs,
 		Tiers: rc.Capacities(), TierCosts: rc.TierCosts(), MaxModelLen: uint32(rc.MaxModelLen),

@@ -15,7 +15,9 @@ func TestFrameBuilder(t *testing.T) {
 	a := RequestKey{Conn: 1, Stream: 1} // conn 1 batches
 	b := RequestKey{Conn: 1, Stream: 3}
 	c := RequestKey{Conn: 2, Stream: 1} // conn 2 does not
-	lp := func(v float32) wire.LogprobEntry { return wire.LogprobEntry{Logprob: v, Top: []wire.Alt{{Token: 1, Logprob: v}}} }
+	lp := func(v float32) wire.LogprobEntry {
+		return wire.LogprobEntry{Logprob: v, Top: []wire.Alt{{Token: 1, Logprob: v}}}
+	}
 	outs := []Output{
 		{Key: a, Token: 10, HasToken: true, First: true, Cached: 16, Logprob: lp(-1), HasLogprob: true},
 		{Key: b, Token: 20, HasToken: true},
