@@ -266,10 +266,11 @@ func convertEvents(evs []wire.Event, groups bool) []kvstore.Event {
 	return out
 }
 
-// helloFeatures are the features of the pool's HELLO: FeatureHybridGroups
+// helloFeatures are the features of the pool's HELLO (FeatureTokenBatch:
+// streams take several steps' tokens a frame, stream.go): FeatureHybridGroups
 // unless the pool is group-blind.
 func (p *Pool) helloFeatures() wire.Feature {
-	f := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureAdapters
+	f := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureAdapters | wire.FeatureTokenBatch
 	if !p.cfg.GroupBlind {
 		f |= wire.FeatureHybridGroups
 	}

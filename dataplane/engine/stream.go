@@ -38,6 +38,7 @@ type Stream struct {
 
 	mu     sync.Mutex
 	queue  []Event
+	free   []Event       // events Release handed back, for the next frames
 	ready  chan struct{} // capacity 1: "queue is not empty"
 	closed bool          // the last event is queued; guarded by e.mu for the stream table
 
@@ -54,7 +55,8 @@ type Stream struct {
 func (s *Stream) Ready() <-chan struct{} { return s.ready }
 
 // Take returns the queued events (nil if none). After the event with Last
-// set has been taken, the stream is over.
+// set has been taken, the stream is over. The events are the caller's
+// until it hands them back with Release.
 func (s *Stream) Take() []Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -63,20 +65,59 @@ func (s *Stream) Take() []Event {
 	return q
 }
 
-// push queues an event, merging plain token frames into the previous one.
-func (s *Stream) push(ev Event) {
+// Release hands back events Take returned, once the caller is done with
+// them (their Tokens included): the next frames are decoded into their
+// arrays, so a stream that keeps up allocates nothing per frame.
+func (s *Stream) Release(evs []Event) {
 	s.mu.Lock()
-	if n := len(s.queue); n > 0 && !ev.First && !ev.Last && ev.Err == nil {
-		last := &s.queue[n-1]
-		if !last.Last && last.Err == nil {
-			last.Tokens = append(last.Tokens, ev.Tokens...)
-			last.Logprobs = append(last.Logprobs, ev.Logprobs...)
+	if s.free == nil && cap(evs) > 0 {
+		s.free = evs[:0]
+	}
+	s.mu.Unlock()
+}
+
+// pushFrame queues a TOKENS frame's event: a plain one (neither first nor
+// last) joins the plain event queued before it; ids are decoded straight
+// into the queue's arrays.
+func (s *Stream) pushFrame(m *wire.TokensMsg) {
+	s.mu.Lock()
+	n := len(s.queue)
+	if n > 0 && !m.First() && !m.Last() {
+		if last := &s.queue[n-1]; !last.Last && last.Err == nil {
+			last.Tokens = m.Tokens.AppendTo(last.Tokens)
+			if m.Flags&wire.TokLogprobs != 0 {
+				last.Logprobs = append(last.Logprobs, m.Logprobs.Entries()...)
+			}
 			s.mu.Unlock()
 			return
 		}
 	}
+	if n == 0 && s.queue == nil {
+		s.queue, s.free = s.free, nil
+	}
+	var buf []uint32
+	if n < cap(s.queue) {
+		buf = s.queue[:n+1][n].Tokens[:0] // a released event's array
+	}
+	ev := Event{Tokens: m.Tokens.AppendTo(buf), First: m.First(), Cached: m.CachedTokens, Last: m.Last(),
+		Finish: m.Finish, PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens}
+	if m.Flags&wire.TokLogprobs != 0 {
+		ev.Logprobs = m.Logprobs.Entries()
+	}
 	s.queue = append(s.queue, ev)
 	s.mu.Unlock()
+	s.signal()
+}
+
+// push queues an event that ends the stream (or fails it).
+func (s *Stream) push(ev Event) {
+	s.mu.Lock()
+	s.queue = append(s.queue, ev)
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Stream) signal() {
 	select {
 	case s.ready <- struct{}{}:
 	default:
@@ -137,32 +178,40 @@ func (s *Stream) Cancel(reason wire.CancelReason) {
 func (s *Stream) Engine() *Engine { return s.e }
 
 func (e *Engine) deliverTokens(id uint32, m *wire.TokensMsg) {
-	ev := Event{Tokens: m.Tokens.AppendTo(nil), First: m.First(), Cached: m.CachedTokens, Last: m.Last(),
-		Finish: m.Finish, PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens}
-	if m.Flags&wire.TokLogprobs != 0 {
-		ev.Logprobs = m.Logprobs.Entries()
-	}
-	e.deliver(id, ev)
-}
-
-func (e *Engine) endStream(id uint32, err error) { e.deliver(id, Event{Last: true, Err: err}) }
-
-func (e *Engine) deliver(id uint32, ev Event) {
-	e.mu.Lock()
-	s, ok := e.streams[id]
-	ended := ok && s.closed // ended here already (abandon): only the engine's end is awaited
-	if ok && ev.Last {
-		delete(e.streams, id)
-		s.closed = true
-	}
-	e.mu.Unlock()
-	if ok && !ended { // else cancelled and forgotten, or never ours: the protocol says ignore
-		if ev.First {
+	if s := e.open(id, m.Last()); s != nil {
+		if m.First() {
 			s.started.Store(true)
 		}
 		s.frames.Add(1)
-		s.push(ev)
+		s.pushFrame(m)
 	}
+}
+
+func (e *Engine) endStream(id uint32, err error) {
+	if s := e.open(id, true); s != nil {
+		s.frames.Add(1)
+		s.push(Event{Last: true, Err: err})
+	}
+}
+
+// open returns stream id if it takes events (nil: cancelled and
+// forgotten, or never ours: the protocol says ignore), closing it in the
+// table when last.
+func (e *Engine) open(id uint32, last bool) *Stream {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.streams[id]
+	if !ok || s.closed { // ended here already (abandon): only the engine's end is awaited
+		if ok && last {
+			delete(e.streams, id)
+		}
+		return nil
+	}
+	if last {
+		delete(e.streams, id)
+		s.closed = true
+	}
+	return s
 }
 
 // abandon ends the open streams that pick chooses with err, for their
