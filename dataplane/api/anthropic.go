@@ -72,14 +72,16 @@ func DecodeMessages(body []byte, check ModelCheck) (*Request, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	msgs, err := anthropicMessages(b.System, b.Messages)
+	sink := &imageSink{}
+	msgs, err := anthropicMessages(b.System, b.Messages, sink)
 	if err != nil {
 		return nil, badRequestOf("messages", err)
 	}
-	if msgs, err = normalizeMessages(msgs); err != nil {
+	sink.placed = true
+	if msgs, err = normalizeMessages(msgs, sink); err != nil {
 		return nil, badRequestOf("messages", err)
 	}
-	r.Conversation = Conversation{Messages: msgs, Tools: tools, Kwargs: kwargs, AddGenerationPrompt: true}
+	r.Conversation = Conversation{Messages: msgs, Tools: tools, Kwargs: kwargs, AddGenerationPrompt: true, Images: sink.images}
 	return r, nil
 }
 
@@ -114,7 +116,7 @@ func checkSystem(raw json.RawMessage) *Error {
 	if raw[0] != '[' {
 		return BadRequest("system", `field "system" must be a string or an array of text blocks`)
 	}
-	if _, err := flattenContent(raw); err != nil {
+	if _, err := flattenContent(raw, "system", nil); err != nil {
 		return BadRequest("system", "system: "+err.Error())
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/kvgate/kvgate/dataplane/media"
 )
 
 // Anthropic content blocks become the chat messages templates render, as
@@ -27,6 +29,7 @@ type block struct {
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
 	Thinking  string          `json:"thinking"`
+	Source    json.RawMessage `json:"source"`
 }
 
 // chatMessage is a message as the template gets it.
@@ -37,6 +40,9 @@ type chatMessage struct {
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	Name       string         `json:"name,omitempty"`
+	// Parts, when set, are the content instead of Content: the text and
+	// image parts of a message with images (MarshalJSON, media.go).
+	Parts []contentPart `json:"-"`
 }
 
 type chatToolCall struct {
@@ -49,15 +55,15 @@ type chatToolCall struct {
 }
 
 // anthropicMessages converts Anthropic's system and messages into chat
-// messages.
-func anthropicMessages(system, messages json.RawMessage) (json.RawMessage, error) {
+// messages, reading their image blocks into sink.
+func anthropicMessages(system, messages json.RawMessage, sink *imageSink) (json.RawMessage, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(messages, &raws); err != nil || len(raws) == 0 {
 		return nil, fmt.Errorf("messages: must be a non-empty list")
 	}
 	var out []json.RawMessage
 	if len(system) > 0 && string(system) != "null" {
-		flat, err := flattenContent(system)
+		flat, err := flattenContent(system, "system", nil)
 		if err != nil {
 			return nil, fmt.Errorf("system: %v", err)
 		}
@@ -78,7 +84,7 @@ func anthropicMessages(system, messages json.RawMessage) (json.RawMessage, error
 		if err := json.Unmarshal(m.Content, &blocks); err != nil {
 			return nil, fmt.Errorf("messages.%d.content: must be a list of content blocks", i)
 		}
-		converted, err := convertBlocks(m.Role, blocks, i, uses)
+		converted, err := convertBlocks(m.Role, blocks, i, uses, sink)
 		if err != nil {
 			return nil, err
 		}
@@ -95,16 +101,30 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// convertBlocks turns one message's blocks into chat messages.
-func convertBlocks(role string, blocks []block, i int, uses map[string]string) ([]chatMessage, error) {
+// convertBlocks turns one message's blocks into chat messages, its
+// images read into sink.
+func convertBlocks(role string, blocks []block, i int, uses map[string]string, sink *imageSink) ([]chatMessage, error) {
 	var out []chatMessage
 	var texts, thinking []string
+	var parts []contentPart // texts and images in order, when there are images
+	images := 0
 	main := chatMessage{Role: role}
 	for j, b := range blocks {
 		field := fmt.Sprintf("messages.%d.content.%d", i, j)
 		switch b.Type {
 		case "text":
 			texts = append(texts, b.Text)
+			parts = append(parts, textPart(b.Text))
+		case "image":
+			if role != "user" {
+				return nil, fieldErrorf(field, "image blocks belong to user messages")
+			}
+			src, err := media.ParseAnthropicImage(b.Source)
+			if err := sink.addImage(field, src, err); err != nil {
+				return nil, err
+			}
+			parts = append(parts, contentPart{Type: "image"})
+			images++
 		case "thinking":
 			thinking = append(thinking, b.Thinking)
 		case "redacted_thinking":
@@ -136,11 +156,14 @@ func convertBlocks(role string, blocks []block, i int, uses map[string]string) (
 			}
 			out = append(out, chatMessage{Role: "tool", Content: &content, ToolCallID: b.ToolUseID, Name: name})
 		default:
-			return nil, fieldErrorf(field+".type", "content block type %q is not supported (text, tool_use, tool_result, thinking)", b.Type)
+			return nil, fieldErrorf(field+".type", "content block type %q is not supported (text, image, tool_use, tool_result, thinking)", b.Type)
 		}
 	}
 	main.Reasoning = strings.Join(thinking, "\n")
-	if len(texts) > 0 || len(main.ToolCalls) > 0 || len(out) == 0 {
+	if images > 0 {
+		main.Parts = parts
+		out = append(out, main)
+	} else if len(texts) > 0 || len(main.ToolCalls) > 0 || len(out) == 0 {
 		text := strings.Join(texts, "\n")
 		main.Content = &text
 		out = append(out, main)
@@ -158,7 +181,7 @@ func toolResultText(raw json.RawMessage) (string, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
-	flat, err := flattenContent(raw)
+	flat, err := flattenContent(raw, "content", nil)
 	if err != nil {
 		return "", err
 	}

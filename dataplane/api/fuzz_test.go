@@ -21,6 +21,9 @@ var fuzzSeeds = []string{
 	`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}`,
 	`{"model":"m","max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}],"tool_choice":{"type":"auto"},"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"P"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":[{"type":"text","text":"no"}]},{"type":"text","text":"again"}]}]}`,
 	`{"model":"m","instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"w?"}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\":1}"},{"type":"function_call_output","call_id":"c1","output":"ok"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"reasoning":{"effort":"low"},"stream":true}`,
+	`{"model":"Qwen/Qwen2.5-VL-7B-Instruct","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==","detail":"auto"}},{"type":"text","text":"What is this?"}]}]}`,
+	`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://upload.example/cat.jpg"}},{"type":"text","text":"and?"}]}]}`,
+	`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"https://upload.example/cat.jpg","detail":"low"},{"type":"input_text","text":"w?"}]}]}`,
 	`{"prompt":"hello","add_special_tokens":false}`,
 	`{"messages":[{"role":"user","content":"x"}],"add_generation_prompt":true}`,
 	`{"tokens":[1,2,3]}`,
@@ -92,9 +95,12 @@ func checkConversation(t *testing.T, c *Conversation) {
 	if !json.Valid(c.Messages) {
 		t.Fatalf("messages not JSON: %q", c.Messages)
 	}
-	again, err := normalizeMessages(c.Messages)
+	again, err := normalizeMessages(c.Messages, &imageSink{placed: true})
 	if err != nil || !bytes.Equal(again, c.Messages) {
 		t.Fatalf("normalizing twice: %v\n%s\n%s", err, c.Messages, again)
+	}
+	if n := bytes.Count(c.Messages, []byte(`{"type":"image"}`)); n != len(c.Images) {
+		t.Fatalf("%d image parts, %d images", n, len(c.Images))
 	}
 }
 

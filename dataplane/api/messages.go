@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/kvgate/kvgate/dataplane/media"
 )
 
 // normalizeMessages checks the messages and flattens content given as a
 // list of parts into one string (text parts joined by newlines, as vLLM
-// does for string-content templates), keeping every other key in order.
-func normalizeMessages(raw json.RawMessage) (json.RawMessage, error) {
+// does for string-content templates), keeping every other key in order;
+// content with images stays a list (media.go), its images read into
+// sink (nil: refused).
+func normalizeMessages(raw json.RawMessage, sink *imageSink) (json.RawMessage, error) {
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
 		return nil, fmt.Errorf("messages must be a non-empty list of message objects")
@@ -22,7 +26,7 @@ func normalizeMessages(raw json.RawMessage) (json.RawMessage, error) {
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		if err := normalizeMessage(&out, m, i); err != nil {
+		if err := normalizeMessage(&out, m, i, sink); err != nil {
 			return nil, err
 		}
 	}
@@ -30,7 +34,7 @@ func normalizeMessages(raw json.RawMessage) (json.RawMessage, error) {
 	return out.Bytes(), nil
 }
 
-func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int) error {
+func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int, sink *imageSink) error {
 	d := json.NewDecoder(bytes.NewReader(m))
 	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
 		return fmt.Errorf("messages[%d] must be an object", i)
@@ -50,9 +54,12 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int) error {
 				return fmt.Errorf("messages[%d].role must be a string", i)
 			}
 		case "content":
-			flat, err := flattenContent(v)
-			if err != nil {
-				return fmt.Errorf("messages[%d].content: %v", i, err)
+			field := fmt.Sprintf("messages[%d].content", i)
+			flat, err := flattenContent(v, field, sink)
+			if _, named := err.(*fieldError); named {
+				return err
+			} else if err != nil {
+				return fmt.Errorf("%s: %v", field, err)
 			}
 			v = flat
 		case "tool_calls":
@@ -86,24 +93,45 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int) error {
 }
 
 // flattenContent turns a list of text parts into one string; a string
-// stays as it is.
-func flattenContent(v json.RawMessage) (json.RawMessage, error) {
+// stays as it is. With sink, image_url parts are read into it (each
+// named field[j]) and the content stays a list of text and image parts.
+func flattenContent(v json.RawMessage, field string, sink *imageSink) (json.RawMessage, error) {
 	if len(v) == 0 || v[0] != '[' {
 		return v, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if err := json.Unmarshal(v, &parts); err != nil {
 		return nil, fmt.Errorf("content parts must be objects with type and text")
 	}
 	texts := make([]string, 0, len(parts))
-	for _, p := range parts {
-		if p.Type != "text" {
-			return nil, fmt.Errorf("content part type %q is not supported (text only)", p.Type)
+	list := make([]contentPart, 0, len(parts))
+	images := 0
+	for j, p := range parts {
+		switch {
+		case p.Type == "text":
+			texts = append(texts, p.Text)
+			list = append(list, textPart(p.Text))
+			continue
+		case sink == nil:
+			return nil, fmt.Errorf("content part type %q is not supported here (text only)", p.Type)
+		case p.Type == "image_url" && !sink.placed:
+			src, err := media.ParseOpenAIImage(p.ImageURL)
+			if err := sink.addImage(fmt.Sprintf("%s[%d]", field, j), src, err); err != nil {
+				return nil, err
+			}
+		case p.Type == "image" && sink.placed:
+		default:
+			return nil, fmt.Errorf("content part type %q is not supported (text, image_url)", p.Type)
 		}
-		texts = append(texts, p.Text)
+		list = append(list, contentPart{Type: "image"})
+		images++
+	}
+	if images > 0 {
+		return json.Marshal(list)
 	}
 	return json.Marshal(strings.Join(texts, "\n"))
 }

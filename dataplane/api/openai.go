@@ -97,21 +97,31 @@ func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
 	if e = checkToolChoice(r, b.ToolChoice, names); e != nil {
 		return nil, e
 	}
-	if r.Conversation, e = chatConversation(b.Messages, b.Tools, b.ChatTemplateKwargs, b.AddGenerationPrompt); e != nil {
+	if r.Conversation, e = conversationOf(b.Messages, b.Tools, b.ChatTemplateKwargs, b.AddGenerationPrompt, &imageSink{}); e != nil {
 		return nil, e
 	}
 	return r, nil
 }
 
-// chatConversation is what the template renders of an OpenAI chat (and
-// of /tokenize's messages, which must give the same ids).
+// chatConversation is what the template renders of /tokenize's messages,
+// which must give the same ids as a chat's; images are refused there, as
+// their placeholder tokens depend on the model's processor.
 func chatConversation(messages, tools json.RawMessage, kwargs map[string]json.RawMessage, addGeneration *bool) (Conversation, *Error) {
-	msgs, err := normalizeMessages(messages)
+	return conversationOf(messages, tools, kwargs, addGeneration, nil)
+}
+
+// conversationOf is what the template renders of an OpenAI chat, its
+// images read into sink (nil: refused).
+func conversationOf(messages, tools json.RawMessage, kwargs map[string]json.RawMessage, addGeneration *bool, sink *imageSink) (Conversation, *Error) {
+	msgs, err := normalizeMessages(messages, sink)
 	if err != nil {
 		return Conversation{}, badRequestOf("messages", err)
 	}
-	return Conversation{Messages: msgs, Tools: tools, Kwargs: kwargs,
-		AddGenerationPrompt: addGeneration == nil || *addGeneration}, nil
+	c := Conversation{Messages: msgs, Tools: tools, Kwargs: kwargs, AddGenerationPrompt: addGeneration == nil || *addGeneration}
+	if sink != nil {
+		c.Images = sink.images
+	}
+	return c, nil
 }
 
 // guidedOf builds the structured-output constraint the engine must honour:

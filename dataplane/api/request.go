@@ -95,12 +95,16 @@ type Prompt struct {
 }
 
 // Conversation is what a chat template renders: the messages with content
-// flattened to strings, the tools, and the template's extra variables.
+// flattened to strings (a list of text and image parts where there are
+// images), the tools, and the template's extra variables.
 type Conversation struct {
 	Messages            json.RawMessage
 	Tools               json.RawMessage
 	Kwargs              map[string]json.RawMessage
 	AddGenerationPrompt bool
+	// Images are the conversation's images in the order their
+	// {"type": "image"} parts appear in Messages (media.go).
+	Images []Image
 }
 
 // HasTools reports whether the conversation offers the model tools.

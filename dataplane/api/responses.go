@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kvgate/kvgate/dataplane/media"
 )
 
 // defaultResponseTokens is max_output_tokens when a client gives none.
@@ -76,10 +78,12 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 	if r.Guided, e = guidedOf(format, choice); e != nil {
 		return nil, e
 	}
-	msgs, err := responseInput(b.Instructions, b.Input)
+	sink := &imageSink{}
+	msgs, err := responseInput(b.Instructions, b.Input, sink)
 	if err != nil {
 		return nil, badRequestOf("input", err)
 	}
+	sink.placed = true
 	kwargs := b.ChatTemplateKwargs
 	if b.Reasoning != nil && b.Reasoning.Effort != nil && kwargs["enable_thinking"] == nil {
 		kwargs = map[string]json.RawMessage{"enable_thinking": mustJSON(*b.Reasoning.Effort != "none" && *b.Reasoning.Effort != "minimal")}
@@ -87,7 +91,7 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 			kwargs[k] = v
 		}
 	}
-	if r.Conversation, e = chatConversation(msgs, tools, kwargs, nil); e != nil {
+	if r.Conversation, e = conversationOf(msgs, tools, kwargs, nil, sink); e != nil {
 		return nil, badRequestOf("input", e)
 	}
 	return r, nil
@@ -181,8 +185,9 @@ func responseToolChoice(raw json.RawMessage) (json.RawMessage, *Error) {
 // string is one user message; items are messages, function calls (an
 // assistant message's tool_calls, consecutive calls in one) and their
 // outputs (tool messages); reasoning items are dropped, as the chat
-// templates drop past reasoning.
-func responseInput(instructions *string, raw json.RawMessage) (json.RawMessage, error) {
+// templates drop past reasoning. Messages' input_image parts are read
+// into sink.
+func responseInput(instructions *string, raw json.RawMessage, sink *imageSink) (json.RawMessage, error) {
 	var msgs []chatMessage
 	if instructions != nil {
 		msgs = append(msgs, chatMessage{Role: "system", Content: instructions})
@@ -209,11 +214,13 @@ func responseInput(instructions *string, raw json.RawMessage) (json.RawMessage, 
 		field := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
 		case "", "message":
-			text, err := responseText(it.Content)
-			if err != nil {
+			text, parts, err := responseContent(it.Content, field+".content", sink)
+			if _, named := err.(*fieldError); named {
+				return nil, err
+			} else if err != nil {
 				return nil, fieldErrorf(field+".content", "%v", err)
 			}
-			msgs = append(msgs, chatMessage{Role: it.Role, Content: &text})
+			msgs = append(msgs, chatMessage{Role: it.Role, Content: &text, Parts: parts})
 		case "function_call":
 			if it.CallID == "" || it.Name == "" {
 				return nil, fieldErrorf(field, "a function_call needs call_id and name")
@@ -246,26 +253,52 @@ func responseInput(instructions *string, raw json.RawMessage) (json.RawMessage, 
 
 // responseText flattens content: a string, or input_text / output_text parts.
 func responseText(raw json.RawMessage) (string, error) {
+	text, _, err := responseContent(raw, "", nil)
+	return text, err
+}
+
+// responseContent reads a message's content: a string, or input_text /
+// output_text parts, and with sink input_image parts too, each named
+// field[j]; parts is the content as a list when it holds images.
+func responseContent(raw json.RawMessage, field string, sink *imageSink) (text string, parts []contentPart, err error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return s, nil, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+	var items []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
+		FileID   *string         `json:"file_id"`
 	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("must be a string or a list of text parts")
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return "", nil, fmt.Errorf("must be a string or a list of text parts")
 	}
-	out := ""
-	for i, p := range parts {
-		if p.Type != "input_text" && p.Type != "output_text" && p.Type != "text" {
-			return "", fmt.Errorf("part type %q is not supported (input_text, output_text)", p.Type)
+	var texts []string
+	images := 0
+	for j, p := range items {
+		switch {
+		case p.Type == "input_text" || p.Type == "output_text" || p.Type == "text":
+			texts = append(texts, p.Text)
+			parts = append(parts, textPart(p.Text))
+			continue
+		case p.Type == "input_image" && sink != nil:
+			part := fmt.Sprintf("%s[%d]", field, j)
+			if p.FileID != nil {
+				return "", nil, fieldErrorf(part+".file_id", "file_id images are not supported: nothing is stored; send image_url")
+			}
+			src, err := media.ParseResponsesImage(p.ImageURL)
+			if err := sink.addImage(part, src, err); err != nil {
+				return "", nil, err
+			}
+		default:
+			return "", nil, fmt.Errorf("part type %q is not supported (input_text, output_text, input_image)", p.Type)
 		}
-		if i > 0 {
-			out += "\n"
-		}
-		out += p.Text
+		parts = append(parts, contentPart{Type: "image"})
+		images++
 	}
-	return out, nil
+	if images == 0 {
+		parts = nil
+	}
+	return strings.Join(texts, "\n"), parts, nil
 }
