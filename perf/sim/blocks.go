@@ -25,6 +25,11 @@ type blockManager struct {
 	cpu    tierPool
 	disk   tierPool
 	events []kvstore.Event
+	// groups, for a hybrid model (hybrid.go), are the prefix caches of its
+	// KV cache groups, one map each over the one pool of blocks, as vLLM's
+	// BlockPool keys cached blocks by (hash, group); cached is then the
+	// map of the first full-attention group.
+	groups []map[uint64]int32
 }
 
 type block struct {
@@ -32,6 +37,7 @@ type block struct {
 	parent    uint64
 	hasParent bool
 	hashed    bool
+	group     uint16 // the KV cache group a hashed block caches
 	ref       int32
 	prev      int32 // free-list links
 	next      int32
@@ -86,6 +92,11 @@ func (m *blockManager) allocate() (int32, bool) {
 }
 
 func (m *blockManager) evict(blk *block) {
+	if m.groups != nil {
+		delete(m.groups[blk.group], blk.hash)
+		m.events = append(m.events, kvstore.Event{Kind: kvstore.Removed, Tier: kvstore.TierGPU, Group: blk.group, Hashes: []uint64{blk.hash}})
+		return // a hybrid model has no lower tiers
+	}
 	delete(m.cached, blk.hash)
 	m.events = append(m.events, kvstore.Event{Kind: kvstore.Removed, Tier: kvstore.TierGPU, Hashes: []uint64{blk.hash}})
 	b := offloaded{hash: blk.hash, parent: blk.parent, hasParent: blk.hasParent}
@@ -208,7 +219,7 @@ func (m *blockManager) takeEvents() []kvstore.Event {
 			chain := ev.Kind == kvstore.Stored && ev.HasParent && last.Kind == kvstore.Stored &&
 				last.Hashes[len(last.Hashes)-1] == ev.Parent
 			removals := ev.Kind == kvstore.Removed && last.Kind == kvstore.Removed
-			if last.Tier == ev.Tier && (chain || removals) {
+			if last.Tier == ev.Tier && last.Group == ev.Group && (chain || removals) {
 				last.Hashes = append(last.Hashes, ev.Hashes...)
 				continue
 			}
@@ -220,6 +231,9 @@ func (m *blockManager) takeEvents() []kvstore.Event {
 
 // snapshot returns the cached set as STORED events (GPU, CPU, then disk).
 func (m *blockManager) snapshot() []kvstore.Event {
+	if m.groups != nil {
+		return m.groupSnapshot()
+	}
 	var out []kvstore.Event
 	for h := range m.cached {
 		blk := &m.blocks[m.cached[h]]
@@ -264,9 +278,15 @@ func (m *blockManager) check(tables [][]int32) error {
 	if used+m.free.n != len(m.blocks) {
 		return fmt.Errorf("sim: used %d + free %d != capacity %d", used, m.free.n, len(m.blocks))
 	}
-	for h, b := range m.cached {
-		if !m.blocks[b].hashed || m.blocks[b].hash != h {
-			return fmt.Errorf("sim: cache entry %#x points at block %d holding %#x", h, b, m.blocks[b].hash)
+	maps := m.groups
+	if maps == nil {
+		maps = []map[uint64]int32{m.cached}
+	}
+	for g, cached := range maps {
+		for h, b := range cached {
+			if blk := &m.blocks[b]; !blk.hashed || blk.hash != h || (m.groups != nil && int(blk.group) != g) {
+				return fmt.Errorf("sim: group %d cache entry %#x points at block %d holding %#x of group %d", g, h, b, blk.hash, blk.group)
+			}
 		}
 	}
 	if err := m.cpu.check(); err != nil {

@@ -35,6 +35,9 @@ type Core struct {
 	// backlog is, per lower tier, how long its link is busy with loads
 	// already started (loads of one tier queue on its link).
 	backlog [kvstore.NumTiers]time.Duration
+	// hyb keeps a hybrid model's per-group tables (Profile.Groups); nil
+	// for a model with one KV cache.
+	hyb *hybrid
 }
 
 // CoreStats are counters since the core started.
@@ -58,7 +61,18 @@ func NewCore(cfg RankConfig) (*Core, error) {
 	if cfg.DiskLink == (TierLink{}) {
 		cfg.DiskLink = DefaultDiskLink
 	}
-	return &Core{cfg: cfg, hasher: h, blocks: newBlockManager(cfg.GPUBlocks, cfg.CPUBlocks, cfg.DiskBlocks), byKey: make(map[RequestKey]*Request)}, nil
+	c := &Core{cfg: cfg, hasher: h, blocks: newBlockManager(cfg.GPUBlocks, cfg.CPUBlocks, cfg.DiskBlocks), byKey: make(map[RequestKey]*Request)}
+	if len(cfg.Profile.Groups) > 0 {
+		if cfg.CPUBlocks > 0 || cfg.DiskBlocks > 0 {
+			return nil, fmt.Errorf("sim: profile %q has KV cache groups: lower tiers (cpu %d, disk %d blocks) are not modelled for hybrid models",
+				cfg.Profile.Name, cfg.CPUBlocks, cfg.DiskBlocks)
+		}
+		if c.hyb, err = newHybrid(cfg.Profile.Groups, cfg.BlockSize); err != nil {
+			return nil, err
+		}
+		c.blocks.setGroups(c.hyb.groups)
+	}
+	return c, nil
 }
 
 // Hasher returns the block hasher of this rank.
@@ -100,8 +114,7 @@ func (c *Core) Cancel(key RequestKey) (Output, bool) {
 }
 
 func (c *Core) finish(r *Request, reason wire.FinishReason) Output {
-	c.blocks.release(r.table)
-	r.table = nil
+	c.releaseBlocks(r)
 	delete(c.byKey, r.Key)
 	return Output{Key: r.Key, Finish: reason, PromptTokens: r.promptLen, CompletionTokens: r.generated, Cached: r.cached}
 }
@@ -121,6 +134,26 @@ func (c *Core) Check() error {
 	var tables [][]int32
 	for _, r := range c.byKey {
 		tables = append(tables, r.table)
+		if t := c.tablesOf(r); t != nil {
+			tables = append(tables, t.blocks())
+		}
 	}
 	return c.blocks.check(tables)
+}
+
+// releaseBlocks drops all of r's blocks.
+func (c *Core) releaseBlocks(r *Request) {
+	if c.hyb != nil {
+		c.hyb.release(c, r)
+	}
+	c.blocks.release(r.table)
+	r.table = nil
+}
+
+// tablesOf returns r's per-group tables of a hybrid model, or nil.
+func (c *Core) tablesOf(r *Request) *hybridTables {
+	if c.hyb == nil {
+		return nil
+	}
+	return c.hyb.tables[r]
 }

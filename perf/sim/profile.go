@@ -33,6 +33,18 @@ type Profile struct {
 	DecodeMin float64 `json:"decode_min"`
 	// KVBytesPerToken is the model's KV cache size per token, all layers.
 	KVBytesPerToken float64 `json:"kv_bytes_per_token"`
+	// Groups are the KV cache groups of a hybrid model (hybrid.go), in the
+	// order its events number them, each with the rank's block size;
+	// empty: one full-attention cache, as every model without groups has.
+	Groups []GroupSpec `json:"groups,omitempty"`
+}
+
+// GroupSpec is one KV cache group of a simulated hybrid model.
+type GroupSpec struct {
+	// Kind is "full", "sliding_window" or "mamba" (wire.GroupKind's names).
+	Kind string `json:"kind"`
+	// Window is a sliding window's span in tokens.
+	Window int `json:"window,omitempty"`
 }
 
 // DefaultProfile uses the polynomial fits of NVIDIA Dynamo's mocker
@@ -55,8 +67,29 @@ var DefaultProfile = Profile{
 // process runs, for benchmarks of the router itself.
 var ZeroProfile = Profile{Name: "zero"}
 
+// GPTOSSLikeProfile is a gpt-oss-like hybrid model: layers alternate
+// sliding-window attention over 128 tokens and full attention, the first
+// layer a sliding one (gpt-oss's layer_types), so vLLM makes two KV cache
+// groups, the window's first. Timing as DefaultProfile.
+var GPTOSSLikeProfile = hybridProfile("gptoss-like",
+	GroupSpec{Kind: "sliding_window", Window: 128}, GroupSpec{Kind: "full"})
+
+// Qwen3NextLikeProfile is a Qwen3-Next-like hybrid model: three linear
+// attention (Gated DeltaNet, Mamba-style state) layers to one full
+// attention layer, which vLLM groups as three Mamba groups then one full
+// group. Timing as DefaultProfile.
+var Qwen3NextLikeProfile = hybridProfile("qwen3next-like",
+	GroupSpec{Kind: "mamba"}, GroupSpec{Kind: "mamba"}, GroupSpec{Kind: "mamba"}, GroupSpec{Kind: "full"})
+
+func hybridProfile(name string, groups ...GroupSpec) Profile {
+	p := DefaultProfile
+	p.Name, p.Groups = name, groups
+	return p
+}
+
 // Profiles are the built-in profiles by name.
-var Profiles = map[string]Profile{"default": DefaultProfile, "zero": ZeroProfile}
+var Profiles = map[string]Profile{"default": DefaultProfile, "zero": ZeroProfile,
+	GPTOSSLikeProfile.Name: GPTOSSLikeProfile, Qwen3NextLikeProfile.Name: Qwen3NextLikeProfile}
 
 // LoadProfile returns a built-in profile by name, or reads a JSON file.
 func LoadProfile(nameOrPath string) (Profile, error) {

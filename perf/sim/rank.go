@@ -125,7 +125,7 @@ const snapshotChunkBlocks = 1 << 16
 func wireEvents(evs []kvstore.Event) []wire.Event {
 	out := make([]wire.Event, len(evs))
 	for i, ev := range evs {
-		out[i] = wire.Event{Kind: wire.EventKind(ev.Kind), Tier: wire.Tier(ev.Tier), HasParent: ev.HasParent,
+		out[i] = wire.Event{Kind: wire.EventKind(ev.Kind), Tier: wire.Tier(ev.Tier), Group: ev.Group, HasParent: ev.HasParent,
 			Parent: ev.Parent, Hashes: wire.HashesOf(ev.Hashes)}
 	}
 	return out

@@ -114,6 +114,9 @@ func (s *Server) handshake() wire.Handshake {
 	if s.loraOn() {
 		h.Features |= wire.FeatureAdapters
 	}
+	if h.Groups = rc.Groups(); h.Groups != nil { // hybrid.go
+		h.Features |= wire.FeatureHybridGroups
+	}
 	return h
 }
 

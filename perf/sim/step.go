@@ -107,6 +107,9 @@ func (c *Core) Step() StepResult {
 // returns false (nothing held, nothing loaded) when the pool cannot take it
 // now.
 func (c *Core) admit(r *Request, budget int, loads *[kvstore.NumTiers]int) bool {
+	if c.hyb != nil {
+		return c.admitHybrid(r, budget) // hybrid.go
+	}
 	bs := c.cfg.BlockSize
 	limit := min(len(r.hashes), (len(r.tokens)-1)/bs) // at least one token is computed
 	var loaded [kvstore.NumTiers]int
@@ -163,6 +166,9 @@ func (c *Core) parentOf(r *Request, i int) (uint64, bool) {
 
 // ensureBlocks grows r's block table to hold tokens; false if the pool is out.
 func (c *Core) ensureBlocks(r *Request, tokens int) bool {
+	if c.hyb != nil {
+		return c.hyb.ensure(c, r, tokens)
+	}
 	need := (tokens + c.cfg.BlockSize - 1) / c.cfg.BlockSize
 	for len(r.table) < need {
 		b, ok := c.blocks.allocate()
@@ -187,8 +193,8 @@ func (c *Core) preemptFor(r *Request, i int) int {
 			}
 		}
 		c.running = slices.DeleteFunc(c.running, func(x *Request) bool { return x == victim })
-		c.blocks.release(victim.table)
-		victim.table, victim.computed, victim.loading = nil, 0, 0
+		c.releaseBlocks(victim)
+		victim.computed, victim.loading = 0, 0
 		victim.target = len(victim.tokens)
 		c.waiting = append([]*Request{victim}, c.waiting...)
 		c.stats.Preemptions++
@@ -208,7 +214,10 @@ func (c *Core) advance(r *Request, n int) (Output, bool) {
 	bs := c.cfg.BlockSize
 	first := r.computed / bs
 	r.computed += n
-	for i := first; i < r.computed/bs && i < len(r.hashes); i++ {
+	if c.hyb != nil {
+		c.hyb.computed(c, r, first)
+	}
+	for i := first; c.hyb == nil && i < r.computed/bs && i < len(r.hashes); i++ {
 		if r.computed >= (i+1)*bs {
 			parent, hasParent := c.parentOf(r, i)
 			c.blocks.commit(r.table[i], r.hashes[i], parent, hasParent)
