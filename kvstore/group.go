@@ -3,6 +3,7 @@ package kvstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // GroupKind is the attention kind of a KV cache group of a hybrid model.
@@ -87,7 +88,7 @@ func (ix *Index) groupSlots(s Slot, gs []Group) {
 			capacity: st.capacity, gen: ms.gen, passGen: ms.passGen, safeGen: ms.safeGen, entries: ms.entries}
 		members = append(members, m)
 	}
-	ix.slots[s].members = members
+	ix.slots[s].members, ix.slots[s].groups = members, slices.Clone(gs)
 }
 
 // takeSlot returns a free slot (reused, or new); ix.mu is held.

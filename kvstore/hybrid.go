@@ -69,52 +69,61 @@ func (ix *Index) addHybrid(m *matcher, c int, s Slot, n int) {
 // hybridHit returns the hit of rank slot s over a prompt of n blocks, once
 // the walk has filled its groups' states.
 func (ix *Index) hybridHit(m *matcher, s Slot, n int) Match {
-	members := ix.slots[s].members
-	limit, align := n, 1
+	st := &ix.slots[s]
+	limit := n
 	var counts *[numTiers]uint32
-	for _, ms := range members {
-		g := &ix.slots[ms].group
-		align = lcm(align, g.Stride)
-		c := &m.state[ms]
-		switch {
-		case g.fast():
-			limit = min(limit, int(c.depth))
+	for gi, ms := range st.members {
+		if c := &m.state[ms]; st.groups[gi].fast() {
+			limit = min(limit, int(c.depth)) // bounds the scan: HybridHit's own is then short
 			if counts == nil {
 				counts = &c.counts
 			}
-		case g.Kind == GroupFull:
+		}
+	}
+	hit := HybridHit(st.groups, limit, func(g, j int) bool {
+		return m.has(&m.state[st.members[g]], (j+1)*st.groups[g].Stride-1)
+	})
+	return splitHit(hit, counts)
+}
+
+// HybridHit returns the longest prefix-cache hit, in hash blocks and at
+// most limit, that every group of a hybrid engine can serve, as vLLM's
+// coordinator finds it (the rules above); held(g, j) reports whether group
+// g holds its block j. It is the index's rule, exported for engines that
+// model one (perf/sim).
+func HybridHit(groups []Group, limit int, held func(g, j int) bool) int {
+	align := 1
+	for gi, g := range groups {
+		align = lcm(align, g.Stride)
+		if g.Kind == GroupFull {
 			run := 0
-			for (run+1)*g.Stride <= n && m.has(c, (run+1)*g.Stride-1) {
+			for (run+1)*g.Stride <= limit && held(gi, run) {
 				run++
 			}
 			limit = min(limit, run*g.Stride)
 		}
 	}
-	hit := 0
 	for l := limit - limit%align; l > 0; l -= align {
-		if ix.serves(m, members, l) {
-			hit = l
-			break
+		if serves(groups, l, held) {
+			return l
 		}
 	}
-	return splitHit(hit, counts)
+	return 0
 }
 
 // serves reports whether every group that is not full attention can serve
 // a hit of l blocks (a multiple of every group's stride).
-func (ix *Index) serves(m *matcher, members []Slot, l int) bool {
-	for _, ms := range members {
-		g := &ix.slots[ms].group
-		c := &m.state[ms]
+func serves(groups []Group, l int, held func(g, j int) bool) bool {
+	for gi, g := range groups {
 		nb := l / g.Stride // group blocks before the hit point
 		switch g.Kind {
 		case GroupMamba:
-			if !m.has(c, nb*g.Stride-1) {
+			if !held(gi, nb-1) {
 				return false
 			}
 		case GroupSlidingWindow:
 			for j := nb - 1; j >= max(0, nb-max(g.WindowBlocks, 1)); j-- {
-				if !m.has(c, (j+1)*g.Stride-1) {
+				if !held(gi, j) {
 					return false
 				}
 			}

@@ -67,10 +67,17 @@ func DefaultOptions() Options {
 }
 
 type slotState struct {
-	engine   string
-	rank     int
-	inUse    bool
-	precise  bool // has received KV events: approximate entries are off (mirrored in Index.precise)
+	engine string
+	rank   int
+	inUse  bool
+	// Hybrid engines (group.go): a rank's slot lists its groups' slots
+	// (members[0] is itself); a group's slot names its rank's (owner) and
+	// is no candidate, nor a target of Apply, of its own. Beside inUse:
+	// Match reads the three for every candidate.
+	owner    Slot
+	members  []Slot
+	groups   []Group // the groups of members, in order (a rank's slot)
+	precise  bool    // has received KV events: approximate entries are off (mirrored in Index.precise)
 	capacity [NumTiers]uint64
 	gen      [numTiers]uint8
 	passGen  [numTiers]uint8 // gen when the current sweep pass started
@@ -79,11 +86,6 @@ type slotState struct {
 	entries  uint64 // table entries of this slot, stale ones included until swept
 	digest   [numTiers]Digest
 	approx   approxLRU
-	// Hybrid engines (group.go): a rank's slot lists its groups' slots
-	// (members[0] is itself); a group's slot names its rank's (owner) and
-	// is no candidate, nor a target of Apply, of its own.
-	members  []Slot
-	owner    Slot
 	groupIdx int
 	group    Group
 }
@@ -182,7 +184,7 @@ func (ix *Index) RemoveEngine(id string) error {
 				ix.clearTier(m, t)
 			}
 			st := &ix.slots[m]
-			st.inUse, st.engine, st.members = false, "", nil
+			st.inUse, st.engine, st.members, st.groups = false, "", nil, nil
 			st.approx = approxLRU{}
 			ix.free = append(ix.free, m)
 		}
