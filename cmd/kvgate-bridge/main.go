@@ -32,6 +32,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,6 +70,8 @@ type config struct {
 	metricsEvery, slotsEvery, connectTimeout, drain                                  time.Duration
 	logLevel                                                                         slog.Level
 	loraFlags
+	tierFlags
+	tiers vllm.LowerTiers // from tierFlags
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -115,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil
 	})
 	c.registerLoRA(fs)
+	c.registerTiers(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -141,6 +145,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	var err error
+	if c.tiers, err = c.lowerTiers(); err != nil {
+		return nil, err
+	}
 	if c.secret, err = wire.LoadSecret("KVGATE_SECRET", *secretFile); err != nil {
 		return nil, fmt.Errorf("--secret-file: %w", err)
 	}
@@ -218,12 +225,15 @@ func (c *config) checkKind(fs *flag.FlagSet) error {
 		case "kv-events", "kv-topic", "replay", "lora", "lora-adapter", "max-loras", "gpu-blocks", "metrics-url", "offload-block-size":
 			bad = append(bad, "--"+f.Name)
 		}
+		if slices.Contains(tierFlagNames, f.Name) {
+			bad = append(bad, "--"+f.Name)
+		}
 	})
 	if c.dpRanks != 1 {
 		bad = append(bad, "--dp-ranks")
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("%s: not with --engine-kind llamacpp (llama.cpp publishes no KV events, serves no adapters through the bridge, has one rank, and its capacity and metrics come from the server itself)", strings.Join(bad, ", "))
+		return fmt.Errorf("%s: not with --engine-kind llamacpp (llama.cpp publishes no KV events, serves no adapters through the bridge, has one rank and no lower KV tiers, and its capacity and metrics come from the server itself)", strings.Join(bad, ", "))
 	}
 	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
+	"github.com/kvgate/kvgate/wire"
 )
 
 // TestEngineKindFlags: --engine-kind takes vllm (the default), sglang or
@@ -77,6 +80,37 @@ func TestLoRAAdapterFlags(t *testing.T) {
 		{"--lora-adapter", "sql"}, {"--lora-adapter", "=/x"}, {"--lora-adapter", "a=/x", "--lora-adapter", "a=/y"},
 		{"--max-loras", "0"}, {"--engine-kind", "sglang", "--lora-adapter", "a=/x"}, {"--engine-kind", "llamacpp", "--max-loras", "2"},
 	} {
+		if _, err := parseFlags(append(append([]string{}, base...), bad...), io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestTierFlags: the lower tiers' flags become the handshake's capacities
+// and tier costs (links only for tiers given a bandwidth); a latency
+// without a bandwidth and the flags with llamacpp are refused.
+func TestTierFlags(t *testing.T) {
+	base := []string{"--engine-url", "http://127.0.0.1:1", "--model", "m"}
+	c, err := parseFlags(append(base, "--cpu-blocks", "100", "--disk-blocks", "400", "--block-bytes", "2048",
+		"--cpu-bandwidth", "25", "--cpu-latency", "10us", "--lora-adapter", "a=/ad/a"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := vllm.NewEngine(c.engineURL, c.model, nil, nil)
+	e.Residency = c.newResidency(e)
+	vb := &vllmBridge{Bridge: vllm.NewBridge(e, vllm.NewTranslator(nil, c.loras), 1, 64), c: c}
+	vb.Tiers, vb.lowerTiers = c.tiers, c.tiers.Capacities(nil)
+	hs := vb.handshake()
+	if got := fmt.Sprint(hs.Tiers); got != "[{gpu 64} {cpu 100} {disk 400}]" {
+		t.Fatalf("tiers %s", got)
+	}
+	if got := fmt.Sprint(hs.TierCosts); got != "{2048 [{cpu 10000 25000000000}]}" {
+		t.Fatalf("tier costs %s", got)
+	}
+	if hs.Features&wire.FeatureAdapters == 0 || fmt.Sprint(hs.LoRAs) != "[{1 a}]" {
+		t.Fatalf("features %b, adapters %v", hs.Features, hs.LoRAs)
+	}
+	for _, bad := range [][]string{{"--cpu-latency", "1us"}, {"--disk-bandwidth", "-1"}, {"--engine-kind", "llamacpp", "--cpu-blocks", "10"}} {
 		if _, err := parseFlags(append(append([]string{}, base...), bad...), io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -22,6 +22,8 @@ type vllmBridge struct {
 	c    *config
 	subs []*vllm.Subscriber
 	log  *slog.Logger
+	// lowerTiers are the CPU and disk capacities announced at the handshake.
+	lowerTiers []wire.TierCapacity
 }
 
 // startVLLM makes the vLLM (or SGLang) bridge. An engine that says it is
@@ -79,19 +81,23 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 		}
 		scancel()
 	}
-	if capacity == 0 {
+	var startMetrics *vllm.EngineMetrics // for the GPU's and vLLM's offloading sizes
+	if capacity == 0 || c.cpuBlocks == 0 && c.blockBytes > 0 {
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil {
-			if em := vllm.ExternalRankMetrics(m, first)[0]; em != nil {
-				capacity = em.GPUBlocks
-			}
+			startMetrics = vllm.ExternalRankMetrics(m, first)[0]
 		}
 		scancel()
+	}
+	if capacity == 0 && startMetrics != nil {
+		capacity = startMetrics.GPUBlocks
 	}
 	t := vllm.NewTranslator(h, c.loras)
 	t.OffloadBlockSize = c.offloadBlockSize
 	vb := &vllmBridge{Bridge: vllm.NewBridge(e, t, c.dpRanks, capacity), c: c, log: log}
 	vb.FirstRank = first
+	vb.Tiers = c.tiers
+	vb.lowerTiers = c.tiers.Capacities(startMetrics)
 	if c.kvEvents != "" {
 		for r := range c.dpRanks {
 			ep, err := vllm.RankEndpoint(c.kvEvents, first+r)
@@ -112,7 +118,9 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 
 func (vb *vllmBridge) handshake() wire.Handshake {
 	hs := vb.c.handshake(vb.Capacity)
-	hs.Features |= vb.Features() // vLLM: the sampling section; SGLang: none
+	hs.Tiers = append(hs.Tiers, vb.lowerTiers...)
+	hs.TierCosts = vb.Tiers.Costs() // sent only to routers that read it (wire.AcceptHandshake)
+	hs.Features |= vb.Features()    // vLLM: the sampling section; SGLang: none
 	if vb.Residency != nil {
 		hs.Features |= wire.FeatureAdapters // adapters loaded at run time, residency in ADAPTERS
 	}

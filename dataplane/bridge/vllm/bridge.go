@@ -29,6 +29,9 @@ type Bridge struct {
 	// data parallelism (ExternalRankMetrics), whose events come from the
 	// endpoint of that rank.
 	FirstRank int
+	// Tiers are the engine's CPU and disk tiers (tiers.go), their use
+	// added to each LOAD; set before PollLoad.
+	Tiers LowerTiers
 
 	mu    sync.Mutex // orders KV_EVENTS and snapshots: a snapshot at seq N holds batches 1..N
 	seq   []uint64
@@ -98,7 +101,11 @@ func (b *Bridge) PollLoad(ctx context.Context, url string, every time.Duration) 
 	defer t.Stop()
 	for {
 		if m, err := ScrapeMetrics(ctx, b.Client, url); err == nil {
-			loads := Loads(ExternalRankMetrics(m, b.FirstRank), b.Ranks, b.Capacity, b.T.BlockSize())
+			em := ExternalRankMetrics(m, b.FirstRank)
+			loads := Loads(em, b.Ranks, b.Capacity, b.T.BlockSize())
+			for r := range loads {
+				b.Tiers.AddUsage(&loads[r], em[r], b.T.TierBlocks(r))
+			}
 			b.loads.Store(&loads)
 			for i := range loads {
 				b.Out.Broadcast(&loads[i])

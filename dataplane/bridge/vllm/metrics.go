@@ -23,6 +23,18 @@ type EngineMetrics struct {
 	// GPUTokens is SGLang's KV pool in tokens (sglang:max_total_num_tokens),
 	// 0 if absent; Loads sizes the GPU tier from it in pages.
 	GPUTokens uint64
+	// OffloadGiB is vLLM's KV offloading buffer (cache_config_info's
+	// kv_offloading_size, --kv-offloading-size: GiB of CPU memory, summed
+	// over TP ranks), 0 when offloading is off; OffloadBackend is its
+	// kv_offloading_backend, "native" or "lmcache".
+	OffloadGiB     float64
+	OffloadBackend string
+	// LMCacheCPUBytes and LMCacheDiskBytes are LMCache's lmcache:local_cache_usage
+	// and lmcache:local_storage_usage gauges (bytes in its CPU and local
+	// disk backends), which LMCache exports on vLLM's /metrics; HasLMCache
+	// says they were there.
+	LMCacheCPUBytes, LMCacheDiskBytes float64
+	HasLMCache                        bool
 }
 
 // ScrapeMetrics reads url (an engine's /metrics) into per-rank metrics.
@@ -127,6 +139,25 @@ func parseMetrics(r io.Reader) (map[int]*EngineMetrics, error) {
 			}
 		case "vllm:cache_config_info":
 			m.GPUBlocks, _ = strconv.ParseUint(labels["num_gpu_blocks"], 10, 64)
+			// metrics_info() writes every CacheConfig field with str():
+			// "None" when offloading is off (vllm/config/cache.py at
+			// 002f10e0cfa1373a19a0d2756598a34b700d20e5).
+			if g, err := strconv.ParseFloat(labels["kv_offloading_size"], 64); err == nil && g > 0 && g < 1<<40 {
+				m.OffloadGiB, m.OffloadBackend = g, labels["kv_offloading_backend"]
+			}
+		case "lmcache:local_cache_usage", "lmcache:local_storage_usage":
+			// LMCache's PrometheusLogger (LMCache/LMCache lmcache/observability.py
+			// at 0353be824aebefb9fd4fbdca022746adbf252d3b): bytes, one series
+			// per worker (multiprocess mode "sum"), no engine label; the
+			// workers' series add up.
+			if value >= 0 && value < 1<<62 {
+				m.HasLMCache = true
+				if name == "lmcache:local_cache_usage" {
+					m.LMCacheCPUBytes += value
+				} else {
+					m.LMCacheDiskBytes += value
+				}
+			}
 		}
 	}
 	return out, sc.Err()

@@ -142,3 +142,21 @@ func (t *Translator) offloadRemoved(tb map[Hash]*block, tier wire.Tier, ev *Even
 	}
 	return out
 }
+
+// TierBlocks counts, per tier, the blocks of rank the engine's events say
+// it holds: the lower tiers' use in LOAD where the engine publishes its
+// offloaded blocks (vLLM's OffloadingConnector: medium "CPU", or its disk
+// backends' mediums).
+func (t *Translator) TierBlocks(rank int) [wire.NumTiers]uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n [wire.NumTiers]uint64
+	for _, b := range t.ranks[rank] {
+		for tier := range wire.NumTiers {
+			if b.tiers&(1<<tier) != 0 {
+				n[tier]++
+			}
+		}
+	}
+	return n
+}

@@ -30,19 +30,20 @@ type Fake struct {
 	EventsURL string // tcp://host:port of the PUB socket
 	ReplayURL string // tcp://host:port of the ROUTER socket
 
-	mu       sync.Mutex
-	cache    map[vllm.Hash]*entry // engine hash -> block
-	offload  offloadTier          // CPU copies of evicted blocks (WithOffload)
-	loras    map[string]int       // adapter name -> vLLM lora_id (WithLoRA, runtime loads)
-	lora     loraState            // the runtime adapter API (WithRuntimeLoRA, lora.go)
-	tick     uint64
-	seq      uint64
-	buffer   [][2][]byte // (seq, payload) kept for replay
-	drop     int         // batches to leave unpublished (still replayable)
-	noReplay bool
-	running  int
-	requests []Request   // what the bridge sent, for tests
-	sgl      sglangState // the SGLang mode's (sglang.go)
+	mu        sync.Mutex
+	cache     map[vllm.Hash]*entry // engine hash -> block
+	offload   offloadTier          // CPU copies of evicted blocks (WithOffload)
+	loras     map[string]int       // adapter name -> vLLM lora_id (WithLoRA, runtime loads)
+	lora      loraState            // the runtime adapter API (WithRuntimeLoRA, lora.go)
+	kvOffload kvOffloadInfo        // what /metrics says of offloading (offload.go)
+	tick      uint64
+	seq       uint64
+	buffer    [][2][]byte // (seq, payload) kept for replay
+	drop      int         // batches to leave unpublished (still replayable)
+	noReplay  bool
+	running   int
+	requests  []Request   // what the bridge sent, for tests
+	sgl       sglangState // the SGLang mode's (sglang.go)
 	// topic prefixes every batch on the PUB socket (WithReplayTopic), and
 	// topicInReplay puts it in replay replies too.
 	topic         []byte
@@ -82,6 +83,7 @@ type options struct {
 	rank, dpSize         int // SGLang with DP attention (sglang_dp.go)
 	maxModelLen          int // the max_model_len GET /v1/models lists (0: 131072)
 	runtimeLoRA          bool
+	kvOffload            kvOffloadInfo
 	loraDelay            time.Duration
 	loraPaths            map[string]bool
 }
@@ -129,7 +131,8 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
 		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
 		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{},
-		lora: loraState{paths: a.loraPaths, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
+		kvOffload: a.kvOffload,
+		lora:      loraState{paths: a.loraPaths, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
 	if a.topic != nil {
 		f.topic, f.topicInReplay = []byte(*a.topic), true
 	}

@@ -122,7 +122,24 @@ func (f *Fake) metrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "vllm:num_requests_running{engine=\"0\",model_name=%q} %d.0\n", f.Model, running)
 	fmt.Fprintf(w, "vllm:num_requests_waiting{engine=\"0\",model_name=%q} 0.0\n", f.Model)
 	fmt.Fprintf(w, "vllm:kv_cache_usage_perc{engine=\"0\",model_name=%q} %g\n", f.Model, float64(used)/float64(f.Capacity))
-	fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"%d\",engine=\"0\",num_gpu_blocks=\"%d\"} 1.0\n", f.BlockSize, f.Capacity)
+	// metrics_info() writes every CacheConfig field with str(): None
+	// when offloading is off.
+	size, backend := "None", "native"
+	if f.kvOffload.gib > 0 {
+		size, backend = fmt.Sprint(f.kvOffload.gib), f.kvOffload.backend
+	}
+	fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"%d\",engine=\"0\",kv_offloading_backend=%q,kv_offloading_size=%q,num_gpu_blocks=\"%d\"} 1.0\n",
+		f.BlockSize, backend, size, f.Capacity)
+	if bb := f.kvOffload.lmcacheBlockBytes; bb > 0 {
+		f.mu.Lock()
+		cpu := len(f.offload.blocks) * bb
+		f.mu.Unlock()
+		// LMCache's gauges: one series per worker, no engine label.
+		fmt.Fprintf(w, "# TYPE lmcache:local_cache_usage gauge\n")
+		fmt.Fprintf(w, "lmcache:local_cache_usage{model_name=%q,worker_id=\"0\"} %d.0\n", f.Model, cpu/2)
+		fmt.Fprintf(w, "lmcache:local_cache_usage{model_name=%q,worker_id=\"1\"} %d.0\n", f.Model, cpu-cpu/2)
+		fmt.Fprintf(w, "lmcache:local_storage_usage{model_name=%q,worker_id=\"0\"} %d.0\n", f.Model, f.kvOffload.lmcacheDiskBytes)
+	}
 }
 
 // Serve runs a prompt through the cache as a request would (events

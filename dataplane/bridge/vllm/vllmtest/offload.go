@@ -126,3 +126,27 @@ func (f *Fake) BothTiers() int {
 	}
 	return n
 }
+
+// kvOffloadInfo is what the fake's metrics say of offloading
+// (WithKVOffloading, WithLMCacheGauges).
+type kvOffloadInfo struct {
+	gib               float64
+	backend           string
+	lmcacheBlockBytes int
+	lmcacheDiskBytes  int
+}
+
+// WithKVOffloading makes the fake's vllm:cache_config_info say it runs
+// with --kv-offloading-size gib and --kv-offloading-backend backend, as
+// vLLM's CacheConfig.metrics_info labels do.
+func WithKVOffloading(gib float64, backend string) Option {
+	return func(o *options) { o.kvOffload.gib, o.kvOffload.backend = gib, backend }
+}
+
+// WithLMCacheGauges exports LMCache's usage gauges on the fake's /metrics:
+// lmcache:local_cache_usage is the CPU tier's blocks times blockBytes,
+// split over two workers' series, and lmcache:local_storage_usage is
+// diskBytes.
+func WithLMCacheGauges(blockBytes, diskBytes int) Option {
+	return func(o *options) { o.kvOffload.lmcacheBlockBytes, o.kvOffload.lmcacheDiskBytes = blockBytes, diskBytes }
+}
