@@ -18,6 +18,10 @@ type AdapterWeights struct {
 	// adapter used a moment ago will be wanted again; one idle for minutes
 	// costs nothing to drop.
 	HeatWindow time.Duration
+	// Blind makes kv ignore residency: no adapter costs anything
+	// anywhere (the adapter-blind baseline of measurements, and what
+	// kvgate did before engines reported residency).
+	Blind bool
 }
 
 // DefaultAdapterWeights: loads of 50 ms until measured (perf/sim's
@@ -30,7 +34,7 @@ func DefaultAdapterWeights() AdapterWeights {
 // AdapterMs is what kv adds for a request with adapter id on a rank whose
 // residency is v, at now (engine.AdapterView.CostMs under these weights).
 func (w *AdapterWeights) AdapterMs(v *engine.AdapterView, id uint32, now time.Duration) float64 {
-	if id == 0 || v == nil {
+	if id == 0 || v == nil || w.Blind {
 		return 0
 	}
 	return v.CostMs(id, now, w.LoadMs, w.HeatWindow)

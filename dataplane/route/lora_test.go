@@ -25,13 +25,17 @@ func TestAdapterCostAdds(t *testing.T) {
 }
 
 // TestAdapterMs: the base model and an engine without a view cost
-// nothing; a missing adapter one load at the weights' default.
+// nothing; a missing adapter one load at the weights' default, and
+// nothing to a blind router.
 func TestAdapterMs(t *testing.T) {
 	w := DefaultAdapterWeights()
 	var v engine.AdapterView
 	v.Apply(&wire.Adapters{Change: wire.AdaptersResident, Slots: 8}, 0)
 	if w.AdapterMs(&v, 0, time.Second) != 0 || w.AdapterMs(nil, 3, time.Second) != 0 || w.AdapterMs(&v, 3, time.Second) != w.LoadMs {
 		t.Fatal("adapter costs")
+	}
+	if w.Blind = true; w.AdapterMs(&v, 3, time.Second) != 0 {
+		t.Fatal("a blind router counted a load")
 	}
 }
 
