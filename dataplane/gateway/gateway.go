@@ -28,7 +28,7 @@ type Gateway struct {
 	// model names the engines announce with Tok, MaxModelLen, ToolParser
 	// and ReasoningParser (the one-model shorthand).
 	Models []*Model
-	cat    catalogOnce
+	cat    atomic.Pointer[catalog] // Models by name (model.go); SetModels replaces it
 	// Tok is the one-model shorthand's tokenizer (unused with Models).
 	Tok    *tokenize.Tokenizer
 	Router *route.Router
@@ -55,6 +55,9 @@ type Gateway struct {
 	// template), ReasoningParser its reasoning (qwen3, deepseek_r1, none;
 	// "": the template's <think>).
 	ToolParser, ReasoningParser string
+	// Observe writes the access log and traces requests (accesslog.go,
+	// trace.go); nil observes nothing.
+	Observe *Observer
 }
 
 // ServeHTTP implements httpx.Handler.
@@ -69,6 +72,7 @@ func (g *Gateway) ServeHTTP(w *httpx.ResponseWriter, r *httpx.Request) {
 	if strings.HasPrefix(r.Path, "/v1/messages") {
 		flavor = api.Anthropic
 	}
+	x := g.Observe.begin(w, r, reqID, start)
 	defer func() {
 		if p := recover(); p != nil {
 			g.Log.Error("request panic", "request", reqID, "path", r.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -81,10 +85,12 @@ func (g *Gateway) ServeHTTP(w *httpx.ResponseWriter, r *httpx.Request) {
 				writeError(w, flavor, &api.Error{Status: 500, Message: "internal error (request " + reqID + ")"})
 			}
 			g.Metrics.observeRequest(r.Path, status, time.Since(start))
+			g.Observe.end(w, x, status)
 		}
 	}()
 	status := g.serve(w, r, flavor, reqID)
 	g.Metrics.observeRequest(r.Path, status, time.Since(start))
+	g.Observe.end(w, x, status)
 }
 
 // requestID is the client's X-Request-Id when it is a plain token (up to

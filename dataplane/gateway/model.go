@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
@@ -95,40 +94,45 @@ func CheckModels(models []*Model) error {
 	return nil
 }
 
-// catalog is the gateway's models by every name they go by. Built once,
-// at the first request, from Models (or, without them, from the one-model
-// fields: the shorthand that serves every announced name), and read-only
-// from then on.
+// catalog is the gateway's models by every name they go by: built at the
+// first request from Models (or, without them, from the one-model fields:
+// the shorthand that serves every announced name), replaced whole by
+// SetModels, never changed in place. A request keeps the *Model it
+// resolved for its whole life.
 type catalog struct {
 	byName   map[string]*Model // names and aliases
 	list     []*Model          // in configuration order
 	fallback *Model            // the one-model shorthand; nil with Models
 }
 
-// catalogOnce builds the catalog at most once per Gateway.
-type catalogOnce struct {
-	once sync.Once
-	c    catalog
+func newCatalog(g *Gateway, models []*Model) *catalog {
+	c := &catalog{byName: map[string]*Model{}, list: models}
+	if len(models) == 0 {
+		c.fallback = &Model{Tok: g.Tok, MaxModelLen: g.MaxModelLen, ToolParser: g.ToolParser, ReasoningParser: g.ReasoningParser}
+		return c
+	}
+	for _, m := range models {
+		c.byName[m.Name] = m
+		for _, a := range m.Aliases {
+			c.byName[a] = m
+		}
+	}
+	return c
 }
 
 func (g *Gateway) catalog() *catalog {
-	g.cat.once.Do(func() {
-		c := &g.cat.c
-		c.byName = map[string]*Model{}
-		if len(g.Models) == 0 {
-			c.fallback = &Model{Tok: g.Tok, MaxModelLen: g.MaxModelLen, ToolParser: g.ToolParser, ReasoningParser: g.ReasoningParser}
-			return
-		}
-		c.list = g.Models
-		for _, m := range g.Models {
-			c.byName[m.Name] = m
-			for _, a := range m.Aliases {
-				c.byName[a] = m
-			}
-		}
-	})
-	return &g.cat.c
+	if c := g.cat.Load(); c != nil {
+		return c
+	}
+	g.cat.CompareAndSwap(nil, newCatalog(g, g.Models))
+	return g.cat.Load()
 }
+
+// SetModels replaces the served models while serving (a config reload
+// that loaded them with LoadModels): requests decoded after it returns
+// use models; those in flight finish with the model they started with.
+// Safe for concurrent use; models must not change after the call.
+func (g *Gateway) SetModels(models []*Model) { g.cat.Store(newCatalog(g, models)) }
 
 // resolve maps a requested model name onto the name engines know it by
 // (an alias becomes its model's name) and the served model whose

@@ -17,6 +17,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/wire"
 )
 
 const (
@@ -26,8 +27,8 @@ const (
 
 // multiModel is a gateway serving two models (the built-in Qwen3 as
 // Qwen/Qwen3-8B, alias "qwen"; Llama 2 as llamaModel, alias "llama"),
-// each on two simulated engines of its own, plus one engine announcing a
-// model no --model names.
+// each on two simulated engines of its own (the Qwen ones with a LoRA
+// adapter, sql-lora), plus one engine announcing a model no --model names.
 type multiModel struct {
 	*testGateway
 	g              *Gateway
@@ -49,6 +50,9 @@ func startMultiModel(t *testing.T) *multiModel {
 	for _, s := range []struct{ model, prefix string }{{model, "qwen"}, {llamaModel, "llama"}, {"orphan/model", "orphan"}} {
 		cfg := sim.DefaultConfig()
 		cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.NoRandomEOS = s.model, sim.ZeroProfile, true
+		if s.model == model {
+			cfg.LoRAs = []wire.LoRA{{ID: 1, Name: "sql-lora"}} // an adapter of Qwen3: its tokenizer
+		}
 		n := 2
 		if s.prefix == "orphan" {
 			n = 1
@@ -95,8 +99,8 @@ func (mm *multiModel) completion(t *testing.T, name, prompt string) (engineID st
 	if err := json.Unmarshal([]byte(b), &out); err != nil {
 		t.Fatal(err)
 	}
-	if _, m := mm.g.resolve(name); out.Model != m.Name {
-		t.Fatalf("a request for %s answered as model %q, want %q", name, out.Model, m.Name)
+	if canonical, _ := mm.g.resolve(name); out.Model != canonical {
+		t.Fatalf("a request for %s answered as model %q, want %q", name, out.Model, canonical)
 	}
 	return resp.Header.Get("x-kvgate-engine"), out.Usage.PromptTokens
 }
@@ -116,7 +120,7 @@ func TestManyModels(t *testing.T) {
 	cases := []struct {
 		name string
 		ids  []string
-	}{{model, mm.qwenIDs}, {"qwen", mm.qwenIDs}, {llamaModel, mm.llIDs}, {"llama", mm.llIDs}}
+	}{{model, mm.qwenIDs}, {"qwen", mm.qwenIDs}, {"sql-lora", mm.qwenIDs}, {llamaModel, mm.llIDs}, {"llama", mm.llIDs}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for i := range 6 {
@@ -198,7 +202,7 @@ func TestManyModelsEndpoints(t *testing.T) {
 	for _, d := range list.Data {
 		got[d.ID] = d.Alias + strings.Join(d.Aliases, ",")
 	}
-	want := map[string]string{model: "qwen", "qwen": model, llamaModel: "llama", "llama": llamaModel, "orphan/model": ""}
+	want := map[string]string{model: "qwen", "qwen": model, llamaModel: "llama", "llama": llamaModel, "orphan/model": "", "sql-lora": ""}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("/v1/models: %v, want %v", got, want)
 	}
@@ -208,7 +212,7 @@ func TestManyModelsEndpoints(t *testing.T) {
 		FirstID string `json:"first_id"`
 	}
 	getJSON(t, mm.base+"/v1/models", http.Header{"Anthropic-Version": {"2023-06-01"}}, &page)
-	if len(page.Data) != 5 || page.Data[0].Type != "model" || page.HasMore == nil || page.FirstID != model {
+	if len(page.Data) != 6 || page.Data[0].Type != "model" || page.HasMore == nil || page.FirstID != model {
 		t.Fatalf("Anthropic /v1/models: %+v", page)
 	}
 
@@ -335,5 +339,26 @@ func TestModelSpecs(t *testing.T) {
 	}
 	if _, err := (ModelSpec{Name: "m", Dir: t.TempDir()}).Load(); err == nil || !strings.Contains(err.Error(), `model "m": loading the tokenizer`) {
 		t.Errorf("a directory without a tokenizer: %v", err)
+	}
+}
+
+// TestSetModels: models replaced while serving take the next request;
+// the old names are gone, the new alias answers.
+func TestSetModels(t *testing.T) {
+	mm := startMultiModel(t)
+	llama, err := (ModelSpec{Name: llamaModel, Dir: llamaDir, Aliases: []string{"llama-chat"}}).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm.g.SetModels([]*Model{llama})
+	if e, _ := mm.completion(t, "llama-chat", "hello"); !slices.Contains(mm.llIDs, e) {
+		t.Fatalf("served by %q, want one of %v", e, mm.llIDs)
+	}
+	if resp, b := post(t, mm.base+"/v1/completions", "", `{"model":"qwen","prompt":"hi"}`); resp.StatusCode != 404 {
+		t.Fatalf("a removed alias: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := post(t, mm.base+"/v1/completions", "", fmt.Sprintf(`{"model":%q,"prompt":"hi"}`, model)); resp.StatusCode != 500 ||
+		!strings.Contains(b, "no tokenizer") {
+		t.Fatalf("a model whose engines stay but whose tokenizer went: %d %s", resp.StatusCode, b)
 	}
 }
