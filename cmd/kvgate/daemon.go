@@ -63,6 +63,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	c.discovery.apply(&pcfg)
 	d.pool = engine.NewPool(pcfg, index, addrs)
 	router := route.New(d.pool, c.policy, c.weights)
+	router.SetAdapterWeights(c.lora.weights)
 	if d.ring, err = startRing(&c.ring, d.pool, router, index, log); err != nil {
 		d.close()
 		return nil, err
@@ -144,8 +145,8 @@ type tokenizers struct {
 	simModel string // what --sim-engines serve
 }
 
-// loadTokenizers loads --model's models (each checked: its tokenizer
-// loads and its chat template renders) or --tokenizer's tokenizer.
+// loadTokenizers loads --model's models or --tokenizer's tokenizer, each
+// checked: its tokenizer loads and its chat template renders.
 func loadTokenizers(c *config) (*tokenizers, error) {
 	if len(c.models) > 0 {
 		models, err := gateway.LoadModels(c.models)
@@ -160,6 +161,10 @@ func loadTokenizers(c *config) (*tokenizers, error) {
 	}
 	if c.maxModelLen > 0 {
 		tok.Config.ModelMaxLength = c.maxModelLen
+	}
+	one := &gateway.Model{Name: name, Tok: tok, ToolParser: c.toolParser, ReasoningParser: c.reasoningParser}
+	if err := one.Check(); err != nil { // its chat template renders
+		return nil, fmt.Errorf("--tokenizer: %w", err)
 	}
 	return &tokenizers{tok: tok, name: name, simModel: "Qwen/Qwen3-8B"}, nil
 }

@@ -48,6 +48,7 @@ type config struct {
 	ring                ringFlags
 	engine              engineFlags
 	discovery           discoveryFlags
+	lora                loraFlags
 	httpEngines         []string
 	steering            string
 	toolParser          string
@@ -109,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.ring.register(fs)
 	c.engine.register(fs)
 	c.discovery.register(fs)
+	c.lora.register(fs)
 	fs.Func("http-engine", "an OpenAI-compatible HTTP engine, http://HOST:PORT (repeatable, or comma-separated): routed by approximate prefix, requests forwarded unchanged", func(v string) error {
 		for _, u := range strings.Split(v, ",") {
 			if u = strings.TrimSpace(u); u != "" {
