@@ -84,7 +84,15 @@ func sendOne(ctx context.Context, c *http.Client, o Options, target string, r wo
 	rec.OK(engine, due.Sub(start), first.Sub(due), last.Sub(due), gaps, prompt, cached, output)
 }
 
+// AdapterModel is the model a request for LoRA adapter id names: the
+// adapter's name, MODEL-loraID (start the engines with those adapters,
+// kvgate-sim --lora 1=MODEL-lora1,...).
+func AdapterModel(model string, id uint32) string { return fmt.Sprintf("%s-lora%d", model, id) }
+
 func requestBody(o Options, r workload.Request) ([]byte, string) {
+	if r.LoRA != 0 {
+		o.Model = AdapterModel(o.Model, r.LoRA)
+	}
 	switch o.API {
 	case "openai-chat":
 		b, _ := json.Marshal(map[string]any{"model": o.Model, "max_tokens": r.Output, "ignore_eos": true, "stream": true,
