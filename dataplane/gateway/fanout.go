@@ -91,7 +91,7 @@ func (c *choiceSink) encoder() api.Encoder { return c.enc }
 // choiceOf is req's i-th choice: its own id, seed offset and parser.
 func (g *Gateway) choiceOf(req *genRequest, i int) *genRequest {
 	return &genRequest{Request: req.Request, id: req.id + "-" + strconv.Itoa(i), tokens: req.tokens, model: req.model,
-		parser: outputParser(req.model, req.Request, req.prompt), prompt: req.prompt, choice: i}
+		parser: outputParser(req.model, req.Request, req.prompt), prompt: req.prompt, choice: i, x: req.x}
 }
 
 // fanOut serves req's N choices and returns the HTTP status.

@@ -36,9 +36,11 @@ func startGateway(t *testing.T, keys map[string]bool) string {
 type gwOptions struct {
 	keys                           map[string]bool
 	maxModelLen, simLen, simBlocks int
-	realTime                       bool // the engines take their default profile's time, not none
-	tools                          bool // the engines answer prompts with tools with tool calls
-	noSampling                     bool // the engines announce no wire.FeatureSampling
+	realTime                       bool         // the engines take their default profile's time, not none
+	tools                          bool         // the engines answer prompts with tools with tool calls
+	noSampling                     bool         // the engines announce no wire.FeatureSampling
+	observe                        *Observer    // the gateway's access log and tracing (accesslog_test.go)
+	simLog                         *slog.Logger // the engines' log; nil: none
 }
 
 // testGateway is a running test gateway.
@@ -66,7 +68,7 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 	if o.simBlocks > 0 {
 		cfg.Rank.GPUBlocks = o.simBlocks
 	}
-	cfg.NoSampling = o.noSampling
+	cfg.NoSampling, cfg.Logger = o.noSampling, o.simLog
 	if o.tools {
 		cfg.Rank.Tools = sim.NewToolCalls(func(s string) []uint32 { return tok.Encode(nil, s, false) },
 			func(ids []uint32) string { return tok.DecodeString(ids, false) })
@@ -88,7 +90,7 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 		t.Fatal(err)
 	}
 	g := &Gateway{Tok: tok, Router: route.New(pool, route.PolicyKV, route.DefaultWeights()), Pool: pool, Log: log,
-		APIKeys: o.keys, Retries: 1, FirstTokenTimeout: time.Minute, MaxModelLen: o.maxModelLen}
+		APIKeys: o.keys, Retries: 1, FirstTokenTimeout: time.Minute, MaxModelLen: o.maxModelLen, Observe: o.observe}
 	return serveGateway(t, g, logs)
 }
 

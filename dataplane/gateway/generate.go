@@ -51,6 +51,7 @@ func (p *modelPick) check(model string) *api.Error {
 // model and the prompt against the fleet and the model's tokenizer, then
 // hands the request to an HTTP engine or runs it on the wire engines.
 func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID string, req *api.Request, p *modelPick, e *api.Error) int {
+	x := g.Observe.parsed(w, req) // accesslog.go: nil when the request is not observed
 	flavor := api.OpenAI
 	if req != nil {
 		flavor = req.Kind.Flavor()
@@ -70,7 +71,9 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 		e = checkExtras(p.m, req)
 	}
 	if e == nil {
+		t0 := x.now()
 		tokens, prompt, e = g.promptTokens(p.m, req)
+		x.tokenized(t0, len(tokens), e)
 	}
 	if e == nil {
 		e = g.fitContext(p.m, req, len(tokens))
@@ -78,7 +81,7 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if e != nil {
 		return writeError(w, flavor, e)
 	}
-	gr := &genRequest{Request: req, id: reqID, tokens: tokens, model: p.m, parser: outputParser(p.m, req, prompt), prompt: prompt}
+	gr := &genRequest{Request: req, id: reqID, tokens: tokens, model: p.m, parser: outputParser(p.m, req, prompt), prompt: prompt, x: x}
 	if status, ok := g.passthrough(w, r, gr, flavor); ok {
 		return status
 	}

@@ -27,6 +27,9 @@ type genRequest struct {
 	// choice is this request's choice index among N (fanout.go): its seed
 	// is the request's plus choice.
 	choice int
+	// x observes the request (access line, spans: accesslog.go); nil
+	// when nothing does.
+	x *exchange
 }
 
 // generate is the GENERATE frame of req, without an engine's model or
@@ -68,8 +71,9 @@ func (g *Gateway) serveOn(req *genRequest, out sink) int {
 		t0 := time.Now()
 		d, err := g.Router.Route(rr)
 		g.Metrics.observeRoute(time.Since(t0))
+		req.x.routed(t0, d, err)
 		if err != nil {
-			return out.fail(routeError(err, req))
+			return req.fail(out, routeError(err, req))
 		}
 		status, retry, err := g.attempt(req, gen, d, out)
 		if !retry {
@@ -79,7 +83,14 @@ func (g *Gateway) serveOn(req *genRequest, out sink) int {
 		rr.Exclude = append(rr.Exclude, d.Engine)
 		g.Log.Warn("re-routing before first token", "request", req.id, "engine", d.Engine.Addr, "err", err)
 	}
-	return out.fail(&api.Error{Status: 502, Message: "engines failed before the first token: " + errString(lastErr)})
+	return req.fail(out, &api.Error{Status: 502, Message: "engines failed before the first token: " + errString(lastErr)})
+}
+
+// fail ends req's response through out with e, and records e as the
+// request's error.
+func (req *genRequest) fail(out sink, e *api.Error) int {
+	req.x.failed(e)
+	return out.fail(e)
 }
 
 // routeError is the client's answer when no engine could be chosen.
@@ -122,6 +133,16 @@ type attempt struct {
 	buf       []byte
 	pieces    []api.Piece
 	whole     []byte // a whole response's text, parsed at its end
+	obs       *attemptObs
+}
+
+// completion is the attempt's completion tokens: the engine's count when
+// it sent one, else the tokens received.
+func (a *attempt) completion() int {
+	if a.usage.Completion > 0 {
+		return int(a.usage.Completion)
+	}
+	return a.generated
 }
 
 // attempt runs one attempt on the decided engine and releases its
@@ -133,12 +154,15 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 		return 0, true, engine.ErrNotReady
 	}
 	gen.Model, gen.LoRAID, gen.DPRank = []byte(base), lora, d.WireRank() // the rank the router chose (any rank for one-rank engines)
+	// trace.go: the engine span, and the trace section of gen
+	obs := req.x.startAttempt(gen, d)
 	s, err := d.Engine.Generate(gen)
 	if err != nil {
+		obs.end(0, retryable(err), err, 0)
 		if retryable(err) {
 			return 0, true, err
 		}
-		return out.fail(engineError(err)), false, nil // refused before sending: the request's own fault
+		return req.fail(out, engineError(err)), false, nil // refused before sending: the request's own fault
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -146,17 +170,18 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 			panic(p)
 		}
 	}()
-	return g.stream(req, d, s, out)
+	return g.stream(req, d, s, out, obs)
 }
 
 // stream follows one engine stream to its end. retry is true when nothing
 // reached the client and another engine may serve the request. A client
 // that leaves ends the stream and aborts its response (499).
-func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out sink) (status int, retry bool, err error) {
+func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out sink, obs *attemptObs) (status int, retry bool, err error) {
 	// With tools, special tokens are text (vLLM's chat endpoint sets
 	// skip_special_tokens false then): some models' call markers are.
 	keepSpecial := req.parser.Tools != nil
-	a := &attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now()}
+	a := &attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now(), obs: obs}
+	defer func() { obs.end(status, retry, err, a.completion()) }()
 	timeout := time.NewTimer(g.FirstTokenTimeout)
 	defer timeout.Stop()
 	for {
@@ -168,7 +193,7 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 		case <-timeout.C:
 			if !a.started {
 				s.Cancel(wire.CancelTimeout)
-				return out.fail(&api.Error{Status: 504, Message: "no first token from the engine in time"}), false, nil
+				return req.fail(out, &api.Error{Status: 504, Message: "no first token from the engine in time"}), false, nil
 			}
 			continue
 		}
@@ -187,14 +212,15 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 			if retryable(ev.Err) {
 				return 0, true, ev.Err, true
 			}
-			return a.out.fail(engineError(ev.Err)), false, nil, true
+			return a.req.fail(a.out, engineError(ev.Err)), false, nil, true
 		}
-		return a.out.fail(&api.Error{Status: 502, Message: "engine failed mid-stream: " + ev.Err.Error()}), false, nil, true
+		return a.req.fail(a.out, &api.Error{Status: 502, Message: "engine failed mid-stream: " + ev.Err.Error()}), false, nil, true
 	}
 	if ev.First {
 		a.started = true
 		a.d.FirstToken()
 		a.usage.Cached = ev.Cached
+		a.obs.firstToken(ev.Cached)
 		g.Metrics.observeFirstToken(a.d.Engine.Addr, len(a.req.tokens), time.Since(a.sent), a.d.PredictedCached, int(ev.Cached))
 		if err := a.out.start(a.d.Engine.Info().ID); err != nil {
 			a.s.Cancel(wire.CancelClientGone)
