@@ -111,3 +111,33 @@ func TestModelFlags(t *testing.T) {
 		t.Fatalf("--check-config with a model that does not load: %d %q", rc, out.String())
 	}
 }
+
+// TestTokenizerTemplateChecked: the one-model --tokenizer's chat template
+// is rendered at start too; one that cannot render a plain conversation
+// is refused, naming the reason.
+func TestTokenizerTemplateChecked(t *testing.T) {
+	dir := t.TempDir()
+	src := "../../dataplane/tokenize/testdata/families/llama2/"
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(src + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	if rc := run([]string{"--sim-engines", "1", "--tokenizer", dir, "--check-config"}, &out); rc != 0 {
+		t.Fatalf("a tokenizer without a chat template (completions only): %d %s", rc, out.String())
+	}
+	tmpl := `{% if messages[0]['role'] != 'system' %}{{ raise_exception('a system message must come first') }}{% endif %}`
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte(tmpl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if rc := run([]string{"--sim-engines", "1", "--tokenizer", dir, "--check-config"}, &out); rc != 2 ||
+		!strings.Contains(out.String(), "--tokenizer: gateway: chat template cannot be rendered") || !strings.Contains(out.String(), "a system message must come first") {
+		t.Fatalf("a template that cannot render: %d %q", rc, out.String())
+	}
+}
