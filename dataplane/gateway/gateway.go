@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,9 @@ type Gateway struct {
 	// and ReasoningParser (the one-model shorthand).
 	Models []*Model
 	cat    atomic.Pointer[catalog] // Models by name (model.go); SetModels replaces it
+	// untokenized are the announced models without a tokenizer that a
+	// request asked for, each logged once.
+	untokenized sync.Map
 	// Tok is the one-model shorthand's tokenizer (unused with Models).
 	Tok    *tokenize.Tokenizer
 	Router *route.Router

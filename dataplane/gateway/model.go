@@ -172,6 +172,9 @@ func (g *Gateway) modelFor(name string) (string, *Model, *api.Error) {
 		return "", nil, api.NotFound(fmt.Sprintf("model %q is not served here (see GET /v1/models)", name))
 	}
 	if m == nil {
+		if _, warned := g.untokenized.LoadOrStore(canonical, true); !warned && g.Log != nil {
+			g.Log.Warn("engines serve a model no --model names: its requests are refused", "model", canonical)
+		}
 		return "", nil, &api.Error{Status: 500, Type: "server_error", Message: fmt.Sprintf(
 			"model %q is served by engines but kvgate has no tokenizer for it (start kvgate with --model %s=DIR)", name, name)}
 	}

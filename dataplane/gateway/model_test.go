@@ -226,6 +226,8 @@ func TestManyModelsEndpoints(t *testing.T) {
 		{"unknown, Anthropic", "/v1/messages", `{"model":"nope","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`,
 			404, []string{`"type":"error"`, `"type":"not_found_error"`}},
 		{"no tokenizer", "/v1/completions", `{"model":"orphan/model","prompt":"hi"}`, 500, []string{`no tokenizer for it`}},
+		{"no tokenizer, again", "/v1/messages", `{"model":"orphan/model","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`,
+			500, []string{`no tokenizer for it`, `"type":"error"`}},
 		{"no chat template", "/v1/chat/completions", `{"model":"llama","messages":[{"role":"user","content":"hi"}]}`,
 			400, []string{`has no chat template`}},
 		{"tokenize without a model", "/tokenize", `{"prompt":"hi"}`, 400, []string{`serves several models`}},
@@ -238,6 +240,9 @@ func TestManyModelsEndpoints(t *testing.T) {
 				t.Errorf("%s: %d %s, want %d with %s", c.name, resp.StatusCode, b, c.status, w)
 			}
 		}
+	}
+	if n := strings.Count(mm.log.String(), "engines serve a model no --model names"); n != 1 {
+		t.Errorf("the model without a tokenizer logged %d times, want once:\n%s", n, mm.log.String())
 	}
 	if resp, b := post(t, mm.base+"/v1/chat/completions", "", `{"model":"qwen","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`); resp.StatusCode != 200 {
 		t.Fatalf("qwen chat: %d %s", resp.StatusCode, b)
