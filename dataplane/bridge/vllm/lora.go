@@ -25,9 +25,10 @@ type Adapter struct {
 	Source string
 }
 
-// ErrNoAdapterSource is Acquire's answer for an adapter that is not
-// resident and has no source to load it from.
-var ErrNoAdapterSource = errors.New("vllm: the adapter is not resident and the bridge has no source to load it from (give kvgate-bridge --lora-adapter NAME=SOURCE)")
+// ErrSlotsPinned is Acquire's answer when every slot holds an adapter the
+// bridge may not unload (one the engine was started with, or one it was not
+// told of) and none will come free.
+var ErrSlotsPinned = errors.New("vllm: every adapter slot holds an adapter the bridge cannot unload (started with the engine, or unknown to the bridge): raise --max-loras to vLLM's, or unload one")
 
 // DefaultAdapterLoadTimeout bounds one load or unload call: a load that
 // takes longer fails the requests that wait for it.
@@ -106,7 +107,9 @@ func NewResidency(url string, c *http.Client, model string, slots, ranks int, ad
 // Acquire holds adapter id for one request until Release: at once when it
 // is resident, after its load otherwise. It fails when the load fails (with
 // vLLM's message) or ctx ends; it waits while every slot holds an adapter
-// in use.
+// in use. An adapter without a source that is not resident is passed
+// through untracked: the engine was started with it, or answers that it
+// has none.
 func (r *Residency) Acquire(ctx context.Context, id uint32) error {
 	for {
 		r.mu.Lock()
@@ -125,14 +128,20 @@ func (r *Residency) Acquire(ctx context.Context, id uint32) error {
 				r.mu.Unlock()
 				return fmt.Errorf("vllm: LoRA adapter %d is not served here", id)
 			case a.Source == "":
+				// One the engine was started with: not the bridge's to
+				// load; the engine serves it, or says it has none.
 				r.mu.Unlock()
-				return fmt.Errorf("LoRA adapter %q: %w", a.Name, ErrNoAdapterSource)
+				return nil
 			}
 			victim, full := r.victim()
-			if full && victim == 0 {
+			switch {
+			case full && victim == 0 && !r.freeable():
+				r.mu.Unlock()
+				return fmt.Errorf("LoRA adapter %q: %w", a.Name, ErrSlotsPinned)
+			case full && victim == 0:
 				wait = r.freed // every slot in use: wait for a release
 				r.waiting++
-			} else {
+			default:
 				op = &adapterLoad{id: id, done: make(chan struct{})}
 				r.loading[id] = op
 				if victim != 0 {
@@ -195,6 +204,21 @@ func (r *Residency) victim() (id uint32, full bool) {
 		}
 	}
 	return id, true
+}
+
+// freeable reports whether a slot can come free: an adapter the bridge
+// may unload is in use (it is released some time) or a load or unload is
+// under way (it ends some time); r.mu is held.
+func (r *Residency) freeable() bool {
+	if len(r.loading) > 0 {
+		return true
+	}
+	for id, s := range r.resident {
+		if s.users > 0 && r.byID[id].Source != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // signal wakes the requests waiting for a slot; r.mu is held.

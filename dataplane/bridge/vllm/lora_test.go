@@ -21,10 +21,12 @@ import (
 // load_ns is at least this.
 const loadDelay = 20 * time.Millisecond
 
-// testAdapters: three the fake can load, one whose path holds none.
+// testAdapters: three the fake can load, one whose path holds none, one
+// the engine was started with.
 var testAdapters = []vllm.Adapter{
 	{Name: "a", WireID: 1, Source: "/ad/a"}, {Name: "b", WireID: 2, Source: "/ad/b"},
 	{Name: "c", WireID: 3, Source: "/ad/c"}, {Name: "gone", WireID: 4, Source: "/ad/missing"},
+	{Name: "static", WireID: 5}, // vLLM's --lora-modules: no source
 }
 
 // loraRig is a bridge with adapter residency in front of a fake vLLM, and
@@ -68,6 +70,12 @@ func startLoRARig(t *testing.T, slots int, opts ...vllmtest.Option) *loraRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	checkFor(t, 20*time.Second, time.Millisecond, func() error { // broadcasts reach only routers the server holds
+		if srv.Routers() != 1 {
+			return fmt.Errorf("the server holds %d routers", srv.Routers())
+		}
+		return nil
+	})
 	rig := &loraRig{fake: f, res: e.Residency, conn: c, streams: map[uint32][]wire.Frame{}}
 	go rig.read()
 	return rig
@@ -355,5 +363,27 @@ func TestFakeLoRAErrors(t *testing.T) {
 	off := startFake(t)
 	if err := vllm.LoadAdapter(ctx, c, off.URL, "a", "/ad/a"); !errors.Is(err, vllm.ErrRuntimeLoRADisabled) {
 		t.Fatalf("without the runtime API: %v", err)
+	}
+}
+
+// TestAdaptersStaticPinned: an adapter the engine was started with (no
+// source) is served without a load, holds its slot and is never unloaded;
+// with every slot so held, a request for a loadable adapter is refused at
+// once, not left waiting for a slot that never comes free.
+func TestAdaptersStaticPinned(t *testing.T) {
+	rig := startLoRARig(t, 1, vllmtest.WithLoRA("static", 1), vllmtest.WithRuntimeLoRA(loadDelay, "/ad/a"))
+	if err := rig.res.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkAdapters(t, rig.waitAdapters(t, 1)[0], wire.AdaptersResident, 1, wire.LoRA{ID: 5, Name: "static"})
+	if toks, e := rig.generate(t, 1, 5); e != nil || len(toks) != 2 {
+		t.Fatalf("static adapter: tokens %v, error %+v", toks, e)
+	}
+	_, e := rig.generate(t, 3, 1)
+	if e == nil || e.Code != wire.CodeUnknownLoRA || !strings.Contains(string(e.Message), "cannot unload") {
+		t.Fatalf("a request no slot can take ended with %+v", e)
+	}
+	if calls := rig.fake.LoRACalls(); len(calls) != 0 || !rig.fake.Registered("static") {
+		t.Fatalf("adapter calls %+v, static registered %v", calls, rig.fake.Registered("static"))
 	}
 }
