@@ -20,6 +20,12 @@
 //     differs is refused with a log line that says how, and the bridge
 //     exits 1 without ever accepting a router; one that does not answer
 //     yet is retried, without accepting routers, for --connect-timeout.
+//
+// With vLLM, --lora-adapter NAME=SOURCE and --max-loras make the bridge
+// load adapters at run time, within the engine's slots, and report their
+// residency to routers (lora.go); --cpu-blocks, --disk-blocks,
+// --block-bytes and the tier links describe the engine's lower KV tiers
+// in the handshake and in LOAD (tiers.go).
 package main
 
 import (
