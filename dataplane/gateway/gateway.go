@@ -59,6 +59,8 @@ type Gateway struct {
 	// template), ReasoningParser its reasoning (qwen3, deepseek_r1, none;
 	// "": the template's <think>).
 	ToolParser, ReasoningParser string
+	// Media takes images (media.go); nil: requests with images are refused.
+	Media *Media
 	// Observe writes the access log and traces requests (accesslog.go,
 	// trace.go); nil observes nothing.
 	Observe *Observer

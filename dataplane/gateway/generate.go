@@ -71,6 +71,9 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 		e = checkExtras(p.m, req)
 	}
 	if e == nil {
+		e = g.checkMedia(p.m, req)
+	}
+	if e == nil {
 		t0 := x.now()
 		tokens, prompt, e = g.promptTokens(p.m, req)
 		x.tokenized(t0, len(tokens), e)

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/media"
+)
+
+func testPNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func imageChat(url string) string {
+	return fmt.Sprintf(`{"model":%q,"max_tokens":4,"messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},`+
+		`{"type":"image_url","image_url":{"url":%q}}]}]}`, model, url)
+}
+
+func dataURLOf(b []byte) string {
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b)
+}
+
+// Through the gateway: a chat with an image, for a model without an
+// image processor, is a 400 naming the part, in the API's shape.
+func TestImageRefusedWithoutProcessor(t *testing.T) {
+	base := startGateway(t, nil)
+	resp, body := post(t, base+"/v1/chat/completions", "", imageChat(dataURLOf(testPNG(t, 64, 64))))
+	var e struct {
+		Error struct{ Message, Param string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != 400 || e.Error.Param != "messages[0].content[1]" ||
+		!strings.Contains(e.Error.Message, "has no image processor configured") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	anthropic := fmt.Sprintf(`{"model":%q,"max_tokens":4,"messages":[{"role":"user","content":[{"type":"image","source":`+
+		`{"type":"base64","media_type":"image/png","data":%q}}]}]}`, model, base64.StdEncoding.EncodeToString(testPNG(t, 64, 64)))
+	resp, body = post(t, base+"/v1/messages", "", anthropic)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"type":"error"`) || !strings.Contains(body, "messages.0.content.0: model") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
+
+func TestCheckMedia(t *testing.T) {
+	img := testPNG(t, 1024, 768)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(img) }))
+	defer srv.Close()
+	o := media.Defaults()
+	o.AllowHosts, o.AllowPrivate = []string{"127.0.0.1"}, true
+	f, err := media.NewFetcher(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qwen, _ := media.NewProcessor("qwen2-vl", media.ProcessorOptions{})
+	g := &Gateway{Media: &Media{Resolver: media.Resolver{Fetcher: f}, Processors: map[string]media.Processor{model: qwen}}}
+	cases := []struct {
+		name, url, param, contains string
+	}{
+		{"inline", dataURLOf(img), "messages[0].content[1]", "engines of model " + model + " do not accept images"},
+		{"fetched", srv.URL + "/cat.png", "messages[0].content[1]", "do not accept images"},
+		{"too small for qwen", dataURLOf(testPNG(t, 10, 300)), "messages[0].content[1]", "qwen2-vl: image size refused"},
+		{"undecodable", "data:image/png;base64,AAAA", "messages[0].content[1]", "undecodable image"},
+		{"host not allowed", "https://img.example/cat.png", "messages[0].content[1]", `host "img.example" is not among`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, e := api.DecodeChat([]byte(imageChat(c.url)), nil)
+			if e != nil {
+				t.Fatal(e)
+			}
+			e = g.checkMedia(&Model{}, req)
+			if e == nil || e.Status != 400 || e.Param != c.param || !strings.Contains(e.Message, c.contains) {
+				t.Fatalf("got %+v, want 400 on %s containing %q", e, c.param, c.contains)
+			}
+		})
+	}
+	req, _ := api.DecodeChat([]byte(imageChat(dataURLOf(img))), nil)
+	_ = g.checkMedia(&Model{}, req)
+	if id := req.Conversation.Images[0].Resolved.ID; id != media.IDOf(img) {
+		t.Fatalf("id %v, want the bytes' %v", id, media.IDOf(img))
+	}
+	plain, _ := api.DecodeChat([]byte(fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}]}`, model)), nil)
+	if e := g.checkMedia(&Model{}, plain); e != nil {
+		t.Fatalf("a chat without images: %v", e)
+	}
+}
