@@ -29,6 +29,7 @@ type daemon struct {
 	ring   *syncring.Ring
 	disc   *discoveryRun
 	steer  *passthrough.Pool
+	obs    *obsRun // nil: no tracing (obs.go)
 	http   *httpx.Server
 	admin  *admin.Server
 	served chan error
@@ -87,6 +88,10 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool,
 		MaxModelLen: c.maxModelLen, ToolParser: c.toolParser, ReasoningParser: c.reasoningParser,
 		Media: c.media.gateway()}
+	if d.obs, err = c.obs.start(gw, c.policy, log); err != nil { // obs.go: access log, tracing
+		d.close()
+		return nil, err
+	}
 	c.http.Logger = log
 	d.http = httpx.NewServer(c.http, gw)
 	go func() { d.served <- d.http.Serve() }()
@@ -233,4 +238,5 @@ func (d *daemon) close() {
 	if d.sims != nil {
 		d.sims.Close()
 	}
+	d.obs.close() // the last requests' spans are exported
 }

@@ -50,6 +50,7 @@ type config struct {
 	discovery           discoveryFlags
 	media               mediaFlags
 	lora                loraFlags
+	obs                 obsFlags // the access log and tracing (obs.go)
 	httpEngines         []string
 	steering            string
 	toolParser          string
@@ -113,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.discovery.register(fs)
 	c.media.register(fs)
 	c.lora.register(fs)
+	c.obs.register(fs)
 	fs.Func("http-engine", "an OpenAI-compatible HTTP engine, http://HOST:PORT (repeatable, or comma-separated): routed by approximate prefix, requests forwarded unchanged", func(v string) error {
 		for _, u := range strings.Split(v, ",") {
 			if u = strings.TrimSpace(u); u != "" {
@@ -180,6 +182,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := c.discovery.check(); err != nil {
+		return nil, err
+	}
+	if err := c.obs.check(); err != nil {
 		return nil, err
 	}
 	c.http.Addr = c.listen
