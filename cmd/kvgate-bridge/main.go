@@ -289,7 +289,7 @@ type backend interface {
 // handshake is the part of the handshake both kinds share.
 func (c *config) handshake(capacity uint64) wire.Handshake {
 	return wire.Handshake{Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: c.id,
-		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest, BlockSize: uint32(c.blockSize),
+		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureTrace, BlockSize: uint32(c.blockSize),
 		MaxBatchedTokens: uint32(c.maxBatched), HashSeed: c.hashSeed, DPRanks: uint16(c.dpRanks),
 		Models: []string{c.model}, Tiers: []wire.TierCapacity{{Tier: wire.TierGPU, Blocks: capacity}},
 		MaxModelLen: uint32(max(c.maxModelLen, 0))}

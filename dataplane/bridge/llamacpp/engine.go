@@ -144,7 +144,7 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 	}
 	r := &relay{e: e, k: k, id: e.nextID.Add(1), prompt: body.Prompt, stops: g.StopTokens.AppendTo(nil),
 		wantText: g.Flags&wire.GenWantText != 0, faithful: true}
-	go e.run(e.reqs.Start(k), r, body)
+	go e.run(wire.WithTrace(e.reqs.Start(k), g), r, body)
 	return nil
 }
 
@@ -164,6 +164,7 @@ func (e *Engine) run(ctx context.Context, r *relay, body *completionRequest) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	wire.SetTraceHeaders(ctx, req.Header) // the GENERATE's trace section as W3C traceparent/tracestate
 	resp, err := e.Client.Do(req)
 	if err != nil {
 		bridgeutil.Unreachable(e.Out, ctx, r.k, "llama.cpp", err)

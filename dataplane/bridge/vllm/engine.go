@@ -105,7 +105,7 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		body.Seed = &seed
 	}
 	body.samplingFields = samplingOf(g)
-	ctx := e.reqs.Start(k)
+	ctx := wire.WithTrace(e.reqs.Start(k), g) // the engine's HTTP request carries the trace (post)
 	if g.LoRAID != 0 && e.Residency != nil {
 		go e.runAdapter(ctx, k, g.LoRAID, &body, rank)
 		return nil
@@ -145,6 +145,7 @@ func (e *Engine) post(ctx context.Context, k serve.Key, path string, body any, r
 		return nil, false
 	}
 	req.Header.Set("Content-Type", "application/json")
+	wire.SetTraceHeaders(ctx, req.Header) // the GENERATE's trace section as W3C traceparent/tracestate
 	setRank(req.Header, rank)
 	resp, err := e.Client.Do(req)
 	if err != nil {

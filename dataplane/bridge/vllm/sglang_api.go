@@ -183,7 +183,7 @@ func (e *Engine) generateSGLang(k serve.Key, g *wire.Generate) error {
 		}
 		body.Priority = &p
 	}
-	go e.runGenerate(e.reqs.Start(k), k, &body)
+	go e.runGenerate(wire.WithTrace(e.reqs.Start(k), g), k, &body)
 	return nil
 }
 
