@@ -94,11 +94,11 @@ func probeWebP(b []byte) (Info, error) {
 	if len(b) < 30 {
 		return Info{}, fmt.Errorf("%w: WebP cut short in its header", ErrUndecodable)
 	}
-	chunk, d := string(b[12:16]), b[20:]
+	d := b[20:]
 	if n := int64(le32(b[16:20])); n+20 > int64(len(b)) {
-		return Info{}, fmt.Errorf("%w: WebP %q chunk declares %d bytes past the data", ErrSizeMismatch, chunk, n)
+		return Info{}, fmt.Errorf("%w: WebP %q chunk declares %d bytes past the data", ErrSizeMismatch, b[12:16], n)
 	}
-	switch chunk {
+	switch string(b[12:16]) { // no allocation: the conversion is only compared
 	case "VP8 ":
 		if d[0]&1 != 0 || d[3] != 0x9D || d[4] != 0x01 || d[5] != 0x2A {
 			return Info{}, fmt.Errorf("%w: WebP VP8 data is not a key frame", ErrUndecodable)
@@ -113,5 +113,5 @@ func probeWebP(b []byte) (Info, error) {
 	case "VP8X":
 		return Info{Format: WebP, Width: le24(d[4:7]) + 1, Height: le24(d[7:10]) + 1}, nil
 	}
-	return Info{}, fmt.Errorf("%w: WebP first chunk %q is not VP8, VP8L or VP8X", ErrUndecodable, chunk)
+	return Info{}, fmt.Errorf("%w: WebP first chunk %q is not VP8, VP8L or VP8X", ErrUndecodable, b[12:16])
 }
