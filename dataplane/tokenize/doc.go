@@ -5,7 +5,9 @@
 // Qwen3 tokenizer (Builtin), and provides:
 //
 //   - BPE in both of the forms models ship: byte-level (Qwen2/2.5/3,
-//     Llama 3, DeepSeek: the model's normaliser, pre-tokenizer splits) and
+//     Llama 3, gpt-oss, DeepSeek V3: the model's normaliser, pre-tokenizer
+//     splits with their lookahead patterns written out by hand, and
+//     ignore_merges) and
 //     SentencePiece style (Llama 2, Mistral, Gemma: characters with
 //     byte_fallback and fused unknowns, the Prepend, Replace and
 //     Precompiled (SentencePiece charsmap) normalisers, Metaspace, literal
@@ -16,12 +18,14 @@
 //     pieces' scores, fused unknowns, byte_fallback);
 //   - decoding by the model's decoder (ByteLevel, or Replace, ByteFallback,
 //     Fuse, Strip and Metaspace in sequence);
-//   - the model's chat template (Jinja) and EncodeChat,
+//   - the model's chat template (Jinja, with transformers' strftime_now)
+//     and EncodeChat,
 //     which caches the tokens of a conversation's long leading segments so
 //     later turns only tokenize what is new;
 //   - streaming detokenization that never splits a UTF-8 sequence.
 //
 // Anything else (WordPiece and WordLevel models, Regex patterns
-// in Replace or in Split other than the GPT-4 family's, BERT-style
+// in Replace, lookahead patterns in Split other than the GPT-4 family's,
+// o200k's and DeepSeek V3's, BERT-style
 // components) is refused by name at load.
 package tokenize

@@ -77,7 +77,7 @@ func (t *Tokenizer) addSplit(c *componentJSON) error {
 	}
 	sp, ok := newSplitter(*c.Pattern.Regex)
 	if !ok {
-		return unsupported("Split regex %q (lookaround beyond the GPT-4 family patterns)", *c.Pattern.Regex)
+		return unsupported("Split regex %q (lookaround, and not one of the GPT-4, o200k or DeepSeek V3 patterns)", *c.Pattern.Regex)
 	}
 	t.splitters = append(t.splitters, sp)
 	return nil

@@ -29,11 +29,12 @@ type familyGolden struct {
 }
 
 // TestFamilyGolden compares with the ids and text Hugging Face's Rust
-// tokenizers gives with Llama 2's and Gemma 3's real tokenizers, on the
-// excerpts of them in testdata/families (gen/gen_families.mjs; the full
-// files are compared in perf/e2e's TestTokenizerFamilies).
+// tokenizers gives with Llama 2's, Gemma 3's, gpt-oss's and DeepSeek V3's
+// real tokenizers, on the excerpts of them in testdata/families
+// (gen/gen_families.mjs; the full files are compared in perf/e2e's
+// TestTokenizerFamilies).
 func TestFamilyGolden(t *testing.T) {
-	for _, name := range []string{"llama2", "gemma3"} {
+	for _, name := range []string{"llama2", "gemma3", "gptoss", "deepseek_v3"} {
 		t.Run(name, func(t *testing.T) {
 			tok, err := LoadDir(filepath.Join("testdata", "families", name))
 			if err != nil {

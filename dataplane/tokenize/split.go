@@ -2,7 +2,7 @@ package tokenize
 
 import (
 	"regexp"
-	"unicode"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -12,9 +12,11 @@ type splitter interface {
 	next(s string, i int) int
 }
 
-// The regular expressions of the GPT-4 family (cl100k, Qwen2/2.5/3, Llama 3)
-// need lookahead, which Go's RE2 does not have; they are implemented by hand
-// below, alternative by alternative, and chosen by exact pattern text.
+// The regular expressions of the GPT-4 family (cl100k, Qwen2/2.5/3, Llama 3),
+// o200k's (gpt-oss, split_o200k.go) and DeepSeek V3's (split_deepseek.go)
+// need lookahead, which Go's RE2 does not have; they are implemented by hand,
+// alternative by alternative, as a backtracking engine (Oniguruma, which
+// tokenizers uses) tries them, and chosen by exact pattern text.
 const (
 	// patternQwen2 is Qwen2/2.5/3's: digits one at a time.
 	patternQwen2 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
@@ -24,69 +26,35 @@ const (
 	patternGPT2 = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 )
 
+// patternSpelling spells a carriage return or line feed written into a
+// pattern as itself the way the known patterns write it (DeepSeek V3's
+// tokenizer.json has both spellings).
+var patternSpelling = strings.NewReplacer("\r", `\r`, "\n", `\n`)
+
 // newSplitter returns the splitter for a Split pattern, or false if the
 // pattern is neither one of the known lookahead patterns nor valid RE2.
 func newSplitter(pattern string) (splitter, bool) {
-	switch pattern {
+	switch patternSpelling.Replace(pattern) {
 	case patternQwen2:
 		return cl100kSplitter{maxDigits: 1}, true
 	case patternCL100K:
 		return cl100kSplitter{maxDigits: 3}, true
 	case patternGPT2:
 		return gpt2Splitter{}, true
+	case patternO200K:
+		return o200kSplitter{}, true
+	case patternDeepSeekDigits:
+		return classRunSplitter{class: classNumber, max: 3}, true
+	case patternDeepSeekCJK:
+		return classRunSplitter{class: classCJK}, true
+	case patternDeepSeekWords:
+		return deepseekSplitter{}, true
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil, false
 	}
 	return &regexpSplitter{re: re}, true
-}
-
-// Character classes of the Basic Multilingual Plane, precomputed: the
-// unicode package's range tables cost a binary search per call, and CJK or
-// Cyrillic text asks for every character.
-const (
-	classLetter = 1 << iota
-	classNumber
-	classSpace
-)
-
-var bmpClass = func() *[0x10000]uint8 {
-	var t [0x10000]uint8
-	for r := range rune(0x10000) {
-		if unicode.IsLetter(r) {
-			t[r] |= classLetter
-		}
-		if unicode.IsNumber(r) {
-			t[r] |= classNumber
-		}
-		if unicode.Is(unicode.White_Space, r) {
-			t[r] |= classSpace
-		}
-	}
-	return &t
-}()
-
-func isLetter(r rune) bool {
-	if r >= 0 && r < 0x10000 {
-		return bmpClass[r]&classLetter != 0
-	}
-	return unicode.IsLetter(r)
-}
-
-func isNumber(r rune) bool {
-	if r >= 0 && r < 0x10000 {
-		return bmpClass[r]&classNumber != 0
-	}
-	return unicode.IsNumber(r)
-}
-
-// isSpace is \s in the Oniguruma Unicode sense: the White_Space property.
-func isSpace(r rune) bool {
-	if r >= 0 && r < 0x10000 {
-		return bmpClass[r]&classSpace != 0
-	}
-	return unicode.Is(unicode.White_Space, r)
 }
 
 // letterRun returns the end of the run of letters starting at j, with a
@@ -183,15 +151,7 @@ func (c cl100kSplitter) next(s string, i int) int {
 	}
 	// \p{N}{1,k}
 	if isNumber(r) {
-		j := i + n
-		for d := 1; d < c.maxDigits && j < len(s); d++ {
-			r2, n2 := at(s, j)
-			if !isNumber(r2) {
-				break
-			}
-			j += n2
-		}
-		return j
+		return numberRun(s, i+n, c.maxDigits-1)
 	}
 	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
 	if j := punctRun(s, i, true); j > i {
@@ -200,7 +160,26 @@ func (c cl100kSplitter) next(s string, i int) int {
 		}
 		return j
 	}
-	// \s*[\r\n]+ : up to and including the last newline of the run.
+	return spaceAlternatives(s, i)
+}
+
+// numberRun returns the end of up to more further numbers from j
+// (\p{N}{1,k} after its first).
+func numberRun(s string, j, more int) int {
+	for ; more > 0 && j < len(s); more-- {
+		r, n := at(s, j)
+		if !isNumber(r) {
+			break
+		}
+		j += n
+	}
+	return j
+}
+
+// spaceAlternatives matches \s*[\r\n]+|\s+(?!\S)|\s+ at i, where the
+// text has a space: up to and including the last newline of the run of
+// spaces, else as spaceTail says.
+func spaceAlternatives(s string, i int) int {
 	end := spaceRun(s, i)
 	last := -1
 	for j := i; j < end; j++ {

