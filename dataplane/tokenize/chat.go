@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -24,6 +25,8 @@ type ChatTemplate struct {
 	source   string
 	prefixes *prefixCache
 	verdicts verdicts
+	clock    func() time.Time // what strftime_now reads: time.Now but in tests
+	strftime jinja.Value      // strftime_now, reading clock
 }
 
 // Source is the template's text (the gateway reads which tool-call and
@@ -36,7 +39,9 @@ func NewChatTemplate(source, bos, eos string) (*ChatTemplate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: chat template: %v", ErrInvalid, err)
 	}
-	return &ChatTemplate{tmpl: t, bos: bos, eos: eos, source: source, prefixes: newPrefixCache(prefixCacheMaxBytes)}, nil
+	c := &ChatTemplate{tmpl: t, bos: bos, eos: eos, source: source, prefixes: newPrefixCache(prefixCacheMaxBytes), clock: time.Now}
+	c.strftime = strftimeNow(func() time.Time { return c.clock() })
+	return c, nil
 }
 
 // chatTemplateSource reads chat_template as a string, or picks the
@@ -115,6 +120,7 @@ func (c *ChatTemplate) renderFull(in *ChatInput) (string, error) {
 		"bos_token":             jinja.NewString(c.bos),
 		"eos_token":             jinja.NewString(c.eos),
 		"add_generation_prompt": jinja.NewBool(in.AddGenerationPrompt),
+		"strftime_now":          c.strftime,
 	}
 	for k, raw := range in.Extra {
 		v, err := jsonValue(raw)

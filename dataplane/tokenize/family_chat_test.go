@@ -7,19 +7,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFamilyChatGolden renders the chat templates of Llama 2, Mistral
-// v0.1 and v0.3 (with tools) and Gemma 2 and 3 as @huggingface/jinja does
-// (testdata/family_chat_cases.json), refuses what they refuse
-// (raise_exception), and tokenizes the result as Hugging Face does.
+// v0.1 and v0.3 (with tools), Gemma 2 and 3, gpt-oss (harmony, with tools
+// and builtin tools) and DeepSeek V3 (tool calls and outputs) as
+// @huggingface/jinja does (testdata/family_chat_cases.json), refuses what
+// they refuse (raise_exception), and tokenizes the result as Hugging Face
+// does. strftime_now reads the generator's fixed time.
 func TestFamilyChatGolden(t *testing.T) {
 	var cases []map[string]json.RawMessage
 	readJSON(t, "testdata/family_chat_cases.json", &cases)
-	for _, name := range []string{"llama2", "gemma3"} {
+	for _, name := range []string{"llama2", "gemma3", "gptoss", "deepseek_v3"} {
 		tok, err := LoadDir(filepath.Join("testdata", "families", name))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if ct := tok.Chat(); ct != nil {
+			ct.clock = chatGoldenClock
 		}
 		var g familyGolden
 		readJSON(t, filepath.Join("testdata", "families", name, "golden.json"), &g)
@@ -30,6 +36,9 @@ func TestFamilyChatGolden(t *testing.T) {
 			_ = json.Unmarshal(c["template"], &tmpl)
 			if family != name {
 				continue
+			}
+			if i >= len(g.Chat) {
+				t.Fatalf("%s: more chat cases than golden.json has: rerun testdata/gen", name)
 			}
 			want := g.Chat[i]
 			i++
@@ -66,6 +75,9 @@ func TestFamilyChatGolden(t *testing.T) {
 		}
 	}
 }
+
+// chatGoldenClock is the time gen_families.mjs renders at.
+func chatGoldenClock() time.Time { return time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC) }
 
 // TestChatTemplateFile: chat_template.jinja beside tokenizer_config.json
 // is the chat template, over the config's own.
