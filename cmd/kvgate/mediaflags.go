@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ type mediaFlags struct {
 }
 
 // mediaProcessorSyntax is --media-processor's value.
-const mediaProcessorSyntax = "MODEL=PROCESSOR[,min-pixels=N][,max-pixels=N][,max-tiles=N]"
+const mediaProcessorSyntax = "MODEL=PROCESSOR[,min-pixels=N][,max-pixels=N][,max-tiles=N] or MODEL=@PATH/preprocessor_config.json"
 
 func (f *mediaFlags) register(fs *flag.FlagSet) {
 	f.fetch, f.processors = media.Defaults(), map[string]media.Processor{}
@@ -59,6 +60,9 @@ func (f *mediaFlags) addProcessor(v string) error {
 	if !ok || model == "" || name == "" {
 		return fmt.Errorf("want %s", mediaProcessorSyntax)
 	}
+	if file, ok := strings.CutPrefix(name, "@"); ok {
+		return f.processorFromFile(model, file, opts)
+	}
 	var o media.ProcessorOptions
 	for opt := range strings.SplitSeq(opts, ",") {
 		if opt == "" {
@@ -84,6 +88,27 @@ func (f *mediaFlags) addProcessor(v string) error {
 	if err != nil {
 		return err
 	}
+	return f.add(model, p)
+}
+
+// processorFromFile reads the processor of a checkpoint's
+// preprocessor_config.json, whose values take no overrides.
+func (f *mediaFlags) processorFromFile(model, file, opts string) error {
+	if opts != "" {
+		return fmt.Errorf("options go in %s, not after it", file)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	p, err := media.ProcessorFromConfig(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return f.add(model, p)
+}
+
+func (f *mediaFlags) add(model string, p media.Processor) error {
 	if _, dup := f.processors[model]; dup {
 		return fmt.Errorf("model %s has a processor already", model)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,26 @@ func TestMediaFlags(t *testing.T) {
 	}
 	if off, _ := parseMedia(); off.gateway().Resolver.Fetcher != nil {
 		t.Fatal("fetching on without --media-allow-host")
+	}
+}
+
+func TestMediaProcessorFromFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "preprocessor_config.json")
+	cfg := `{"size":{"longest_edge":16777216,"shortest_edge":65536},"patch_size":16,"merge_size":2,"image_processor_type":"Qwen2VLImageProcessorFast","processor_class":"Qwen3VLProcessor"}`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseMedia("--media-processor", "Qwen/Qwen3-VL-8B-Instruct=@"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.gateway().Processors["Qwen/Qwen3-VL-8B-Instruct"]; p == nil || p.Name() != "qwen3-vl" {
+		t.Fatalf("processor %v", p)
+	}
+	for _, args := range [][]string{{"--media-processor", "m=@" + file + ",max-pixels=4"}, {"--media-processor", "m=@/nonexistent/preprocessor_config.json"}} {
+		if _, err := parseMedia(args...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }
 
