@@ -128,28 +128,22 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fmt.Fprintf(fs.Output(), "Usage: kvgate [flags]\n\nRoutes LLM requests to the engine holding the most of their KV cache.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	fileArgs, err := configFileArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	// The file first, then the command line, in one parse: the command
+	// line wins, and a repeatable flag collects each value once.
+	if err := fs.Parse(append(fileArgs, args...)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, errHelp
 		}
 		return nil, err
 	}
-	if c.configFile = *configFile; c.configFile != "" {
-		fileArgs, err := readConfigFile(*configFile)
-		if err != nil {
-			return nil, err
-		}
-		// File first, then the command line again so it wins; repeatable
-		// flags collect from the file and the command line once each.
-		c.models, c.httpEngines = nil, nil
-		if err := fs.Parse(append(fileArgs, args...)); err != nil {
-			return nil, err
-		}
-	}
+	c.configFile = *configFile
 	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	var err error
 	if c.policy, err = route.ParsePolicy(*policy); err != nil {
 		return nil, err
 	}
@@ -201,6 +195,39 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// configFileArgs reads the --config file the command line names (the
+// last given) as flag arguments, nil without one. It walks args as
+// fs.Parse will, so a flag's value is never taken for a flag; what it
+// cannot read, fs.Parse reports.
+func configFileArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	path := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			break
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && b.IsBoolFlag()) {
+			if i+1 == len(args) {
+				break
+			}
+			i++
+			value = args[i]
+		}
+		if name == "config" {
+			path = value
+		}
+	}
+	if path == "" {
+		return nil, nil
+	}
+	return readConfigFile(path)
 }
 
 func readConfigFile(path string) ([]string, error) {

@@ -76,10 +76,17 @@ func TestModelFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	llama := "../../dataplane/tokenize/testdata/families/llama2"
-	cfg, err := parseFlags([]string{"--sim-engines", "1", "--config", conf, "--tool-parser", "hermes", "--max-model-len", "2048",
-		"--model", "b=" + llama + ",max-model-len=4096,reasoning-parser=none"}, io.Discard)
+	cfg, err := parseFlags([]string{"--sim-engines", "1", "--check-config", "--config", conf, "--tool-parser", "hermes", "--max-model-len", "2048",
+		"--engine-dns", "engines.example:7000", "--model", "b=" + llama + ",max-model-len=4096,reasoning-parser=none"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(cfg.discovery.dnsSpecs) != 1 || cfg.configFile != conf {
+		t.Fatalf("--engine-dns %v, --config %q: the command line was read twice or the file not at all", cfg.discovery.dnsSpecs, cfg.configFile)
+	}
+	// A flag's value is never taken for --config.
+	if cfg, err := parseFlags([]string{"--api-key", "--config", "--sim-engines", "1"}, io.Discard); err != nil || cfg.configFile != "" || !cfg.apiKeys["--config"] {
+		t.Fatalf("--api-key --config: %+v, %v", cfg, err)
 	}
 	var got []string
 	for _, m := range cfg.models {
