@@ -184,15 +184,25 @@ func (s *Server) serveConn(nc net.Conn, leave func()) {
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.log.Warn("reading from router", "router", wc.Peer.ID, "err", err)
-				_ = wc.SendError(0, wire.CodeOf(err), err.Error())
+				sendErrorBeforeClose(wc, err)
 			}
 			return
 		}
 		if err := s.handleFrame(c, f); err != nil {
 			s.log.Warn("closing router connection", "router", wc.Peer.ID, "err", err)
-			_ = wc.SendError(0, wire.CodeOf(err), err.Error())
+			sendErrorBeforeClose(wc, err)
 			return
 		}
+	}
+}
+
+// sendErrorBeforeClose sends ERROR for err and waits until it is written
+// (Send leaves it to a write another goroutine has under way, which the
+// close that follows would cut short), for at most a second.
+func sendErrorBeforeClose(wc *wire.Conn, err error) {
+	_ = wc.NetConn.SetWriteDeadline(time.Now().Add(time.Second))
+	if wc.Queue(0, &wire.Error{Code: wire.CodeOf(err), Message: err.Error()}) == nil {
+		_ = wc.Sync()
 	}
 }
 
