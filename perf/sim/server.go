@@ -248,15 +248,25 @@ func (s *Server) pickRank(want uint16) int {
 // the rank waits while its writer is maxStepsAhead steps behind.
 func (s *Server) deliver(outs []Output) { s.out.add(outs, true) }
 
-// writeTokens sends the outputs the outbox holds until the server stops.
+// writeTokens sends the outputs the outbox holds until the server stops:
+// to a router that batches, each stream's tokens of all the pending steps
+// in one frame; to one that does not, each step's frames in a write of
+// their own, as when steps were written as they finished.
 func (s *Server) writeTokens() {
 	var fb frameBuilder
 	for {
-		outs, ok := s.out.take()
+		outs, ends, ok := s.out.take()
 		if !ok {
 			return
 		}
-		s.srv.Deliver(fb.frames(outs, s.batches))
+		s.srv.Deliver(fb.frames(outs, s.batches, true))
+		start := 0
+		for _, end := range ends {
+			if frames := fb.frames(outs[start:end], s.batches, false); len(frames) > 0 {
+				s.srv.Deliver(frames)
+			}
+			start = end
+		}
 		for i := range outs {
 			if o := &outs[i]; o.Finish != wire.FinishNone {
 				s.mu.Lock()

@@ -71,7 +71,8 @@ type outbox struct {
 	cond    *sync.Cond // signalled when outputs arrive, are taken or the box closes
 	pending []Output
 	spare   []Output // the last batch's array, reused
-	steps   int      // steps whose outputs are pending
+	ends    []int    // where each pending step's outputs end in pending
+	endsOut []int    // the ends of the batch being written
 	busy    bool     // the writer is sending a batch
 	closed  bool
 }
@@ -89,30 +90,32 @@ func (o *outbox) add(outs []Output, wait bool) {
 		return
 	}
 	o.mu.Lock()
-	for wait && o.steps >= maxStepsAhead && !o.closed {
+	for wait && len(o.ends) >= maxStepsAhead && !o.closed {
 		o.cond.Wait()
 	}
 	o.pending = append(o.pending, outs...)
-	o.steps++
+	o.ends = append(o.ends, len(o.pending))
 	o.cond.Broadcast()
 	o.mu.Unlock()
 }
 
-// take waits for pending outputs and returns them; false once closed.
-func (o *outbox) take() ([]Output, bool) {
+// take waits for pending outputs and returns them and where each step's
+// end; false once closed.
+func (o *outbox) take() ([]Output, []int, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for len(o.pending) == 0 && !o.closed {
 		o.cond.Wait()
 	}
 	if o.closed {
-		return nil, false
+		return nil, nil, false
 	}
-	outs := o.pending
+	outs, ends := o.pending, o.ends
 	o.pending, o.spare = o.spare[:0], nil
-	o.steps, o.busy = 0, true
+	o.ends, o.endsOut = o.endsOut[:0], ends
+	o.busy = true
 	o.cond.Broadcast()
-	return outs, true
+	return outs, ends, true
 }
 
 // sent returns a taken batch's array once it is written.
@@ -147,10 +150,10 @@ type frameBuilder struct {
 	hasLP []bool            // per frame: its tokens carry logprobs
 }
 
-// frames builds the batch's frames in order. A stream of a router that
-// batches (batches(conn)) has one frame for all its outputs in the batch;
-// other streams one frame per output, as before the feature.
-func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool) []serve.Tokens {
+// frames builds the frames of outs for the routers whose batches(conn) is
+// want, in order. A stream of a router that batches has one frame for all
+// its outputs; other streams one frame per output, as before the feature.
+func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool, want bool) []serve.Tokens {
 	fb.out, fb.hasLP = fb.out[:0], fb.hasLP[:0]
 	fb.ids, fb.lps = slices.Grow(fb.ids[:0], len(outs)), fb.lps[:0] // never grows below: Tokens views stay put
 	if fb.open == nil {
@@ -166,6 +169,9 @@ func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool) []
 		if !seen {
 			b = batches(k.Conn)
 			conns[k.Conn] = b
+		}
+		if b != want {
+			continue
 		}
 		if f, ok := fb.open[k]; ok && b && (!outs[i].HasToken || outs[i].HasLogprob == fb.hasLP[f]) {
 			members[f] = append(members[f], i)

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"
@@ -30,7 +32,14 @@ func TestFrameBuilder(t *testing.T) {
 	}
 	var fb frameBuilder
 	for round := range 2 { // the second reuses the arrays
-		frames := fb.frames(outs, func(conn uint64) bool { return conn == 1 })
+		batches := func(conn uint64) bool { return conn == 1 }
+		var frames []serve.Tokens
+		for _, want := range []bool{true, false} { // each call reuses the arrays: copy the ids out
+			for _, f := range fb.frames(outs, batches, want) {
+				f.Msg.Tokens = wire.TokensOf(f.Msg.Tokens.AppendTo(nil))
+				frames = append(frames, f)
+			}
+		}
 		type want struct {
 			key    RequestKey
 			ids    []uint32
@@ -59,6 +68,73 @@ func TestFrameBuilder(t *testing.T) {
 		}
 		if _, err := frames[0].Msg.AppendPayload(nil); err != nil { // one logprob per token: it encodes
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestServerTokenBatch: the same requests from a router that takes
+// batched frames and from one that does not get the same ids and usage;
+// only the second is held to one token a frame.
+func TestServerTokenBatch(t *testing.T) {
+	const streams, maxTokens = 48, 300
+	got := map[bool][][]uint32{}
+	for _, batch := range []bool{false, true} {
+		_, addr := startServer(t, func(c *Config) { c.Rank.GPUBlocks = 4096 })
+		var f wire.Feature
+		if batch {
+			f = wire.FeatureTokenBatch
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := wire.Dial(ctx, addr, &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RoleRouter, ID: "r", Features: f}}, nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.NetConn.SetReadDeadline(time.Now().Add(60 * time.Second))
+		if c.Peer.Features&wire.FeatureTokenBatch == 0 {
+			t.Fatal("the WELCOME lacks FeatureTokenBatch")
+		}
+		for i := range streams {
+			g := generate([]uint32{1, 2, uint32(3 + i)}, maxTokens)
+			g.Flags |= wire.GenHasSeed
+			g.Seed = uint64(i)
+			must(t, c.Send(uint32(i+1), g))
+		}
+		ids := make([][]uint32, streams)
+		frames, open := 0, streams
+		for open > 0 {
+			fr, err := c.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fr.Type != wire.TypeTokens {
+				continue
+			}
+			var m wire.TokensMsg
+			must(t, wire.DecodeFrame(fr, &m, nil))
+			s := int(fr.Stream) - 1
+			if m.First() != (len(ids[s]) == 0) {
+				t.Fatalf("stream %d: FIRST on a frame after %d tokens", s, len(ids[s]))
+			}
+			if !batch && m.Tokens.Len() != 1 {
+				t.Fatalf("a router without FeatureTokenBatch got %d tokens in a frame", m.Tokens.Len())
+			}
+			ids[s] = m.Tokens.AppendTo(ids[s])
+			frames++
+			if m.Last() {
+				open--
+				if m.CompletionTokens != maxTokens || len(ids[s]) != maxTokens || m.Finish != wire.FinishLength {
+					t.Fatalf("stream %d: %d ids, usage %d, finish %s", s, len(ids[s]), m.CompletionTokens, m.Finish)
+				}
+			}
+		}
+		t.Logf("batch %v: %d tokens in %d frames", batch, streams*maxTokens, frames)
+		got[batch] = ids
+	}
+	for s := range streams {
+		if !slices.Equal(got[false][s], got[true][s]) {
+			t.Fatalf("stream %d: batched ids differ", s)
 		}
 	}
 }
