@@ -72,15 +72,16 @@ func (c *clients) stream(ctx context.Context, i, maxTokens int) (tokens, events 
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, msg)
 	}
-	events, usage, done, err := readEvents(resp.Body)
+	var last []byte
+	events, usage, done, err := readEvents(resp.Body, &last)
 	if err != nil {
 		return 0, events, err
 	}
 	if !done {
-		return 0, events, fmt.Errorf("stream ended without data: [DONE]")
+		return 0, events, fmt.Errorf("stream ended without data: [DONE] after %d events, the last %.300q", events, last)
 	}
 	if usage != int64(maxTokens) {
-		return usage, events, fmt.Errorf("usage says %d completion tokens, want max_tokens %d", usage, maxTokens)
+		return usage, events, fmt.Errorf("usage says %d completion tokens, want max_tokens %d (the last event %.300q)", usage, maxTokens, last)
 	}
 	return usage, events, nil
 }
@@ -88,9 +89,10 @@ func (c *clients) stream(ctx context.Context, i, maxTokens int) (tokens, events 
 var dataPrefix = []byte("data: ")
 
 // readEvents reads an SSE body: the data events, the completion tokens of
-// its usage chunk and whether it ended with [DONE]. Lines are read in
-// place (bufio.Reader.ReadSlice): the client costs little next to kvgate.
-func readEvents(r io.Reader) (events, usage int64, done bool, err error) {
+// its usage chunk and whether it ended with [DONE]; last keeps the last
+// data event before [DONE] (for errors). Lines are read in place
+// (bufio.Reader.ReadSlice): the client costs little next to kvgate.
+func readEvents(r io.Reader, last *[]byte) (events, usage int64, done bool, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -117,6 +119,9 @@ func readEvents(r io.Reader) (events, usage int64, done bool, err error) {
 				usage = chunk.Usage.CompletionTokens
 			default:
 				events++
+			}
+			if string(data) != "[DONE]" {
+				*last = append((*last)[:0], data...)
 			}
 		}
 		if err == io.EOF {
