@@ -41,7 +41,11 @@ const DefaultAdapterLoadTimeout = 2 * time.Minute
 // taken, and waits when every resident adapter is in use. Every change is
 // announced to the routers (ADAPTERS, PROTOCOL.md 6.9), a load with the
 // time the engine took. vLLM loads and unloads an adapter on all its
-// data-parallel ranks at once, so every rank reports the same residency.
+// data-parallel ranks at once (its DP clients send add_lora and
+// remove_lora, utility calls, to every engine core:
+// vllm/v1/engine/core_client.py at
+// 364631ab07d283c4f08db0544a2653c5b415a427), so every rank reports the
+// same residency.
 //
 // Its mutex guards the maps and counters; no HTTP call is made under it.
 type Residency struct {
