@@ -41,6 +41,10 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int, sink *imageSi
 	}
 	out.WriteByte('{')
 	role, callID := "", ""
+	images := 0
+	if sink != nil {
+		images = len(sink.images)
+	}
 	for first := true; d.More(); first = false {
 		k, _ := d.Token()
 		key, _ := k.(string)
@@ -78,6 +82,9 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int, sink *imageSi
 		out.Write(kb)
 		out.WriteByte(':')
 		out.Write(v)
+	}
+	if sink != nil && len(sink.images) > images && role != "user" {
+		return fieldErrorf(sink.images[images].Field, "images belong to user messages, not %s", role)
 	}
 	switch role {
 	case "tool":

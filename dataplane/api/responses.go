@@ -214,11 +214,15 @@ func responseInput(instructions *string, raw json.RawMessage, sink *imageSink) (
 		field := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
 		case "", "message":
+			before := len(sink.images)
 			text, parts, err := responseContent(it.Content, field+".content", sink)
 			if _, named := err.(*fieldError); named {
 				return nil, err
 			} else if err != nil {
 				return nil, fieldErrorf(field+".content", "%v", err)
+			}
+			if len(sink.images) > before && it.Role != "user" {
+				return nil, fieldErrorf(sink.images[before].Field, "images belong to user messages, not %s", it.Role)
 			}
 			msgs = append(msgs, chatMessage{Role: it.Role, Content: &text, Parts: parts})
 		case "function_call":
