@@ -50,7 +50,7 @@ type testGateway struct {
 	log  *syncBuffer // the gateway's log
 }
 
-func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
+func startGatewayWith(t testing.TB, o gwOptions) *testGateway {
 	t.Helper()
 	tok, err := tokenize.Builtin()
 	if err != nil {
@@ -95,7 +95,7 @@ func startGatewayWith(t *testing.T, o gwOptions) *testGateway {
 }
 
 // serveGateway serves g on loopback until the test ends; logs is g's log.
-func serveGateway(t *testing.T, g *Gateway, logs *syncBuffer) *testGateway {
+func serveGateway(t testing.TB, g *Gateway, logs *syncBuffer) *testGateway {
 	t.Helper()
 	log := g.Log
 	hc := httpx.DefaultConfig()

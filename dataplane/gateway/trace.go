@@ -73,6 +73,16 @@ func (o *Observer) ctxOf(t wire.Trace) context.Context {
 		TraceID: t.TraceID, SpanID: t.ParentID, TraceFlags: trace.TraceFlags(t.Flags), TraceState: ts, Remote: true}))
 }
 
+// recording reports whether the request's span is recorded (sampled):
+// the steps of one that is not make no spans.
+func (x *exchange) recording() bool { return x.span != nil && x.span.IsRecording() }
+
+// traceOf is the trace section naming sc as the parent, with the
+// client's tracestate.
+func traceOf(sc trace.SpanContext, state []byte) wire.Trace {
+	return wire.Trace{TraceID: sc.TraceID(), ParentID: sc.SpanID(), Flags: byte(sc.TraceFlags()), State: state}
+}
+
 // spanContext is the request span's context: the trace an access line
 // names. Invalid without a tracer.
 func (x *exchange) spanContext() trace.SpanContext {
@@ -99,7 +109,7 @@ func (x *exchange) endSpan(rec *accessRecord, status int) {
 
 // phase records a finished step of the request as a span from t0 to t1.
 func (x *exchange) phase(name string, t0, t1 time.Time, e *api.Error) {
-	if x.ctx == nil {
+	if !x.recording() {
 		return
 	}
 	_, s := x.o.Tracer.Start(x.ctx, name, trace.WithTimestamp(t0))
@@ -111,7 +121,7 @@ func (x *exchange) phase(name string, t0, t1 time.Time, e *api.Error) {
 
 // routeSpan records a routing decision from t0.
 func (x *exchange) routeSpan(t0 time.Time, d *route.Decision, err error) {
-	if x.ctx == nil {
+	if !x.recording() {
 		return
 	}
 	_, s := x.o.Tracer.Start(x.ctx, "route", trace.WithTimestamp(t0), trace.WithAttributes(attrPolicy.String(string(x.o.Policy))))
@@ -142,12 +152,14 @@ func (x *exchange) startAttempt(gen *wire.Generate, d *route.Decision) *attemptO
 	}
 	a := &attemptObs{x: x, sent: time.Now()}
 	tc := x.traced
-	if x.ctx != nil {
+	switch {
+	case x.recording():
 		info := d.Engine.Info()
 		_, a.engine = x.o.Tracer.Start(x.ctx, "engine", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 			attrEngine.String(info.ID), attribute.String("server.address", d.Engine.Addr), attrRank.Int(int(d.Rank))))
-		sc := a.engine.SpanContext()
-		tc = wire.Trace{TraceID: sc.TraceID(), ParentID: sc.SpanID(), Flags: byte(sc.TraceFlags()), State: x.traced.State}
+		tc = traceOf(a.engine.SpanContext(), x.traced.State)
+	case x.span != nil: // not sampled: the engine is told so, under the request's span
+		tc = traceOf(x.span.SpanContext(), x.traced.State)
 	}
 	if tc.Valid() && d.Engine.Features()&wire.FeatureTrace != 0 {
 		gen.Flags |= wire.GenTrace
