@@ -36,6 +36,7 @@ Commands:
   simulate a virtual-time cluster: --engines N --routers M --sync-delay D --policies ... --workload SPEC --json FILE --report DIR
            tiers: --gpu-blocks G --cpu-blocks C --disk-blocks D per engine (also compare's)
   ideal    the hit rate of one pooled LRU cache per size: --workload SPEC --blocks N1,N2,...
+  hybrid   hybrid-model engines (--sim-profile gptoss-like,qwen3next-like): the router's predicted hit against the engines' cached_tokens per policy (kv, kv-group-blind)
   streams  streamed tokens/s and kvgate CPU per million tokens: --streams 256,2048 --max-tokens N [--kvgate before=PATH,after=PATH]
 
 Workload SPECs: mooncake:PATH, azure:PATH, shared-prefix:groups=8,prefix=4096,suffix=256,n=1000,rate=4,
@@ -69,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdIdeal(ctx, args[1:], stdout, stderr)
 	case "streams":
 		err = cmdStreams(ctx, args[1:], stdout, stderr)
+	case "hybrid":
+		err = cmdHybrid(ctx, args[1:], stdout, stderr)
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}

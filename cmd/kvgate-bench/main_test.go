@@ -10,5 +10,9 @@ import (
 // fake llama.cpp servers and the client's idle connections are closed by
 // each test.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// cloudwego/netpoll (the engine pool of the hybrid command) starts its
+		// pollers with the first connection and keeps them for the process.
+		goleak.IgnoreAnyFunction("github.com/cloudwego/netpoll.(*defaultPoll).Wait"),
+	)
 }
