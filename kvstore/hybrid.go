@@ -132,6 +132,18 @@ func serves(groups []Group, l int, held func(g, j int) bool) bool {
 	return true
 }
 
+// markHeld records that the group slot of state c holds prompt block i, if
+// entry e is valid for it.
+func (m *matcher) markHeld(c *candState, e *entry, i uint32) {
+	valid := e.tiers
+	if g := packGen(&e.gen); g != c.gen {
+		valid &= genEqual(g, c.gen)
+	}
+	if valid != 0 {
+		m.bits[int(c.bits-1)+int(i>>6)] |= 1 << (i & 63)
+	}
+}
+
 // has reports whether the group slot of state c holds prompt block i.
 func (m *matcher) has(c *candState, i int) bool {
 	if c.bits == 0 {

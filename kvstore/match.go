@@ -128,19 +128,19 @@ func (ix *Index) matchBlock(m *matcher, h uint64, i uint32) int {
 		}
 		if int(e.slot) < len(state) {
 			c := &state[e.slot]
-			if c.stamp == m.stamp && (c.depth == i || c.bits != 0) {
-				valid := e.tiers
-				if g := packGen(&e.gen); g != c.gen {
-					valid &= genEqual(g, c.gen)
-				}
-				switch {
-				case valid == 0:
-				case c.depth == i:
-					c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
-					c.depth++
-					advanced++
-				default: // a group of a hybrid engine: any block may count
-					m.bits[int(c.bits-1)+int(i>>6)] |= 1 << (i & 63)
+			if c.stamp == m.stamp {
+				if c.depth == i {
+					valid := e.tiers
+					if g := packGen(&e.gen); g != c.gen {
+						valid &= genEqual(g, c.gen)
+					}
+					if valid != 0 {
+						c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
+						c.depth++
+						advanced++
+					}
+				} else if c.bits != 0 {
+					m.markHeld(c, e, i) // a group of a hybrid engine: any block may count
 				}
 			}
 		}
