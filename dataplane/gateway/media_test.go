@@ -2,18 +2,26 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/media"
+	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/perf/sim"
 )
 
 func testPNG(t *testing.T, w, h int) []byte {
@@ -95,5 +103,63 @@ func TestCheckMedia(t *testing.T) {
 	plain, _ := api.DecodeChat([]byte(fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}]}`, model)), nil)
 	if e := g.checkMedia(&Model{}, plain); e != nil {
 		t.Fatalf("a chat without images: %v", e)
+	}
+}
+
+// Through the gateway with a processor configured: an image fetched
+// from an allowed host is read, identified and counted, then refused as
+// engines cannot take it yet; a host not allowed is named, in each API's
+// shape.
+func TestImageThroughGatewayWithProcessor(t *testing.T) {
+	img := testPNG(t, 640, 480)
+	imgSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(img) }))
+	defer imgSrv.Close()
+	tok, err := tokenize.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.DefaultConfig()
+	cfg.Rank.Model, cfg.Rank.Profile = model, sim.ZeroProfile
+	sims, err := sim.StartLocal(1, cfg, "sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sims.Close)
+	pcfg := engine.DefaultConfig()
+	pcfg.Logger = slog.New(slog.DiscardHandler)
+	pool := engine.NewPool(pcfg, kvstore.New(kvstore.Options{}), sims.Addrs)
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pool.WaitReady(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	o := media.Defaults()
+	o.AllowHosts, o.AllowPrivate = []string{"127.0.0.1"}, true
+	f, err := media.NewFetcher(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qwen, _ := media.NewProcessor("qwen2.5-vl", media.ProcessorOptions{})
+	logs := &syncBuffer{}
+	g := &Gateway{Tok: tok, Router: route.New(pool, route.PolicyKV, route.DefaultWeights()), Pool: pool,
+		Log: slog.New(slog.NewTextHandler(logs, nil)), Retries: 1, FirstTokenTimeout: time.Minute,
+		Media: &Media{Resolver: media.Resolver{Fetcher: f}, Processors: map[string]media.Processor{model: qwen}}}
+	base := serveGateway(t, g, logs).base
+
+	resp, body := post(t, base+"/v1/chat/completions", "", imageChat(imgSrv.URL+"/cat.png"))
+	if resp.StatusCode != 400 || !strings.Contains(body, `"param":"messages[0].content[1]"`) || !strings.Contains(body, "do not accept images yet") {
+		t.Fatalf("allowed host: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, base+"/v1/chat/completions", "", imageChat("https://img.example/cat.png"))
+	if resp.StatusCode != 400 || !strings.Contains(body, `host \"img.example\" is not among`) {
+		t.Fatalf("host not allowed: %d %s", resp.StatusCode, body)
+	}
+	anthropic := fmt.Sprintf(`{"model":%q,"max_tokens":4,"messages":[{"role":"user","content":[{"type":"text","text":"and?"},`+
+		`{"type":"image","source":{"type":"base64","media_type":"image/gif","data":%q}}]}]}`, model, base64.StdEncoding.EncodeToString(img))
+	resp, body = post(t, base+"/v1/messages", "", anthropic)
+	if resp.StatusCode != 400 || !strings.Contains(body, `"type":"invalid_request_error"`) ||
+		!strings.Contains(body, "messages.0.content.1: media type mismatch: declared image/gif but the bytes are a PNG image") {
+		t.Fatalf("declared type: %d %s", resp.StatusCode, body)
 	}
 }
