@@ -27,6 +27,8 @@ var (
 	ErrFetch = errors.New("media: fetch failed")
 	// ErrNoProcessor: a processor name kvgate does not know.
 	ErrNoProcessor = errors.New("media: no such image processor")
+	// ErrPlacement: a prompt whose image markers are not one per image.
+	ErrPlacement = errors.New("media: image markers do not match the images")
 	// ErrImageSize: an image size the model's processor refuses.
 	ErrImageSize = errors.New("media: image size refused by the processor")
 )
