@@ -36,13 +36,15 @@ func (g *Gateway) responses(w *httpx.ResponseWriter, r *httpx.Request, reqID str
 // modelPick is a decoder's model check (api.ModelCheck) that keeps the
 // model it found: the name engines know it by and its tokenizer.
 type modelPick struct {
-	g    *Gateway
-	name string
-	m    *Model
+	g     *Gateway
+	asked string // the request's model: a name, an alias or an adapter
+	name  string
+	m     *Model
 }
 
 func (p *modelPick) check(model string) *api.Error {
 	var e *api.Error
+	p.asked = model
 	p.name, p.m, e = p.g.modelFor(model)
 	return e
 }
@@ -62,6 +64,9 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	var prompt string
 	if e == nil && p.m == nil {
 		e = p.check(req.Model) // every decoder checks the model; this is a guard
+	}
+	if e == nil {
+		e = g.checkAliasForwarded(p)
 	}
 	if e == nil {
 		req.Model = p.name // an alias is served as its model
@@ -92,6 +97,17 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 		return g.fanOut(w, gr)
 	}
 	return g.run(w, gr, g.encoder(gr))
+}
+
+// checkAliasForwarded refuses an alias of a model only HTTP engines
+// serve, unless they answer to the alias too: they get the client's
+// request unchanged, alias and all.
+func (g *Gateway) checkAliasForwarded(p *modelPick) *api.Error {
+	if p.asked == p.name || g.Passthrough == nil || g.servesWire(p.name) || !g.Passthrough.Serves(p.name) || g.Passthrough.Serves(p.asked) {
+		return nil
+	}
+	return api.BadRequest("model", fmt.Sprintf("%q is kvgate's alias of %q, which only HTTP engines serve; they receive the request unchanged and do not know the alias: ask for %q",
+		p.asked, p.name, p.name))
 }
 
 // encoder is the response encoder of req's API.

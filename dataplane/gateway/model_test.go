@@ -3,18 +3,21 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/passthrough"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/ebpf"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/wire"
@@ -290,63 +293,6 @@ func getJSON(t *testing.T, url string, h http.Header, v any) {
 	}
 }
 
-// TestModelSpecs: the --model syntax, and the models refused at start.
-func TestModelSpecs(t *testing.T) {
-	parse := []struct {
-		in, want, err string
-	}{
-		{"m=builtin", "m=builtin", ""},
-		{" a/b = /x/y ,alias=c,alias=d,tool-parser=hermes,reasoning-parser=none,max-model-len=8192",
-			"a/b=/x/y,alias=c,alias=d,tool-parser=hermes,reasoning-parser=none,max-model-len=8192", ""},
-		{"m", "", "want NAME=DIR"},
-		{"m=", "", "want NAME=DIR"},
-		{"=dir", "", "want NAME=DIR"},
-		{"m=d,alias", "", "want key=value"},
-		{"m=d,colour=red", "", `unknown option "colour"`},
-		{"m=d,max-model-len=-1", "", "want a number"},
-	}
-	for _, c := range parse {
-		s, err := ParseModelSpec(c.in)
-		switch {
-		case c.err == "" && (err != nil || s.String() != c.want):
-			t.Errorf("%q: %q, %v; want %q", c.in, s.String(), err, c.want)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrModelConfig)):
-			t.Errorf("%q: %v, want an ErrModelConfig with %q", c.in, err, c.err)
-		}
-	}
-	tj, cj, err := tokenize.BuiltinFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raising, err := tokenize.NewWithChatTemplate(tj, cj, `{{ raise_exception("this template renders nothing") }}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	builtin, _ := tokenize.Builtin()
-	refused := []struct {
-		name   string
-		models []*Model
-		want   string
-	}{
-		{"template raises", []*Model{{Name: "m", Tok: raising}}, "this template renders nothing"},
-		{"alias twice", []*Model{{Name: "a", Tok: builtin, Aliases: []string{"x"}}, {Name: "b", Tok: builtin, Aliases: []string{"x"}}}, `"x" names both`},
-		{"name is an alias", []*Model{{Name: "a", Tok: builtin}, {Name: "b", Tok: builtin, Aliases: []string{"a"}}}, `"a" names both`},
-		{"unknown parser", []*Model{{Name: "a", Tok: builtin, ToolParser: "mystery"}}, "mystery"},
-		{"no tokenizer", []*Model{{Name: "a"}}, "no tokenizer"},
-	}
-	for _, c := range refused {
-		if err := CheckModels(c.models); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
-		}
-	}
-	if err := CheckModels([]*Model{{Name: "m", Tok: raising}}); !errors.Is(err, ErrChatTemplate) {
-		t.Errorf("a raising template: %v, want ErrChatTemplate", err)
-	}
-	if _, err := (ModelSpec{Name: "m", Dir: t.TempDir()}).Load(); err == nil || !strings.Contains(err.Error(), `model "m": loading the tokenizer`) {
-		t.Errorf("a directory without a tokenizer: %v", err)
-	}
-}
-
 // TestSetModels: models replaced while serving take the next request;
 // the old names are gone, the new alias answers.
 func TestSetModels(t *testing.T) {
@@ -365,5 +311,41 @@ func TestSetModels(t *testing.T) {
 	if resp, b := post(t, mm.base+"/v1/completions", "", fmt.Sprintf(`{"model":%q,"prompt":"hi"}`, model)); resp.StatusCode != 500 ||
 		!strings.Contains(b, "no tokenizer") {
 		t.Fatalf("a model whose engines stay but whose tokenizer went: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestAliasOfHTTPEngineModel: an HTTP engine gets the client's request
+// unchanged, so an alias it does not know is refused by name before it
+// is forwarded.
+func TestAliasOfHTTPEngineModel(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"http/model","object":"model"}]}`)
+	}))
+	defer srv.Close()
+	pp, err := passthrough.NewPool([]string{srv.URL}, ebpf.NewCopy(), route.DefaultWeights(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.Start(10 * time.Millisecond)
+	defer pp.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for !pp.Serves("http/model") {
+		if time.Now().After(deadline) {
+			t.Fatal("the HTTP engine's models never arrived")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tok, _ := tokenize.Builtin()
+	pcfg := engine.DefaultConfig()
+	pcfg.Logger = slog.New(slog.DiscardHandler)
+	pool := engine.NewPool(pcfg, kvstore.New(kvstore.Options{}), nil)
+	defer pool.Close()
+	logs := &syncBuffer{}
+	g := &Gateway{Models: []*Model{{Name: "http/model", Aliases: []string{"hm"}, Tok: tok}}, Router: route.New(pool, route.PolicyKV, route.DefaultWeights()),
+		Pool: pool, Passthrough: pp, Log: slog.New(slog.NewTextHandler(logs, nil)), FirstTokenTimeout: time.Minute}
+	tg := serveGateway(t, g, logs)
+	resp, b := post(t, tg.base+"/v1/completions", "", `{"model":"hm","prompt":"hi"}`)
+	if resp.StatusCode != 400 || !strings.Contains(b, `"param":"model"`) || !strings.Contains(b, `ask for \"http/model\"`) {
+		t.Fatalf("an alias of an HTTP engine's model: %d %s", resp.StatusCode, b)
 	}
 }
