@@ -7,12 +7,14 @@ import (
 	"testing"
 )
 
-// familyPackages are the npm packages that carry the SentencePiece-style
-// families' full tokenizer files, installed by `npm ci` in perf/e2e.
+// familyPackages are the npm packages that carry the families' full
+// tokenizer files, installed by `npm ci` in perf/e2e.
 var familyPackages = []struct{ name, pkg string }{
 	{"llama2", "tokenizer-llama2"},
 	{"gemma2", "tokenizer-gemma2"},
 	{"gemma3", "tokenizer-gemma3"},
+	{"gptoss", "tokenizer-gptoss"},
+	{"deepseek_v3", "tokenizer-deepseek_v3"},
 }
 
 // fullFamily loads a family's full tokenizer from perf/e2e's node_modules
@@ -31,8 +33,8 @@ func fullFamily(tb testing.TB, pkg string) *Tokenizer {
 	return tok
 }
 
-// BenchmarkEncodeFamilies is BenchmarkEncodeQwen3 for the SentencePiece
-// families, on the same texts.
+// BenchmarkEncodeFamilies is BenchmarkEncodeQwen3 for the other families,
+// on the same texts.
 func BenchmarkEncodeFamilies(b *testing.B) {
 	for _, fam := range familyPackages {
 		b.Run(fam.name, func(b *testing.B) {
@@ -45,16 +47,17 @@ func BenchmarkEncodeFamilies(b *testing.B) {
 	}
 }
 
-// TestSentencePieceEncodeDoesNotAllocate: once warm, encoding with a
-// SentencePiece-style tokenizer allocates nothing either (Llama 2's
-// normalizers rewrite the text into the arena; Gemma's pieces are whole
-// segments, merged in pooled scratch).
-func TestSentencePieceEncodeDoesNotAllocate(t *testing.T) {
+// TestFamilyEncodeDoesNotAllocate: once warm, encoding with the other
+// families' tokenizers allocates nothing either (Llama 2's normalizers
+// rewrite the text into the arena; Gemma's pieces are whole segments,
+// merged in pooled scratch; gpt-oss's and DeepSeek V3's pre-tokenizers
+// only return offsets).
+func TestFamilyEncodeDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops scratch at random under the race detector")
 	}
-	text := strings.Repeat("The quick brown fox, 1234 times;  東京 🍕\n<s>", 20)
-	for _, name := range []string{"llama2", "gemma3"} {
+	text := strings.Repeat("The quick brown fox, 1234 times;  東京 🍕\n<s>HelloWorld DON'T //x\n<|start|><｜User｜>", 20)
+	for _, name := range []string{"llama2", "gemma3", "gptoss", "deepseek_v3"} {
 		tok, err := LoadDir(filepath.Join("testdata", "families", name))
 		if err != nil {
 			t.Fatal(err)
