@@ -15,8 +15,9 @@ import (
 	"github.com/kvgate/kvgate/wire"
 )
 
-// A traced request is one server span, "<METHOD> <path>", continuing the
-// client's trace when it sent a valid traceparent, with children:
+// A traced request is one server span, "<METHOD> <path>" (the method
+// alone for a path kvgate does not serve), continuing the client's trace
+// when it sent a valid traceparent, with children:
 //
 //	parse     from the request's arrival to its decoded body
 //	tokenize  rendering and tokenizing the prompt
@@ -51,8 +52,11 @@ func (x *exchange) startSpan(r *httpx.Request) {
 	if x.o.Tracer == nil {
 		return
 	}
-	ctx := x.o.ctxOf(x.traced)
-	x.ctx, x.span = x.o.Tracer.Start(ctx, r.Method+" "+r.Path, trace.WithSpanKind(trace.SpanKindServer),
+	name := r.Method // an unknown path is not a span name: names stay few (semantic conventions)
+	if _, known := routes[r.Path]; known {
+		name += " " + r.Path
+	}
+	x.ctx, x.span = x.o.Tracer.Start(x.o.ctxOf(x.traced), name, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(x.start), trace.WithAttributes(
 			attribute.String("http.request.method", r.Method), attribute.String("url.path", r.Path),
 			attribute.String("client.address", r.RemoteAddr), attrRequestID.String(x.id)))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -203,5 +204,20 @@ func TestTraceForwardedWhenNotTracing(t *testing.T) {
 	waitInflightZero(t, tg.srv)
 	if got := tg.engineTraceparents(); len(got) != 1 || got[0] != clientTraceparent {
 		t.Fatalf("engines were sent %v, want the client's %s once", got, clientTraceparent)
+	}
+}
+
+// A request for a path kvgate does not serve is named by its method (span
+// names stay few), answered 404 without an error status: a server span's
+// 4xx is the client's error.
+func TestTraceUnknownPath(t *testing.T) {
+	tg := startTraced(t, 1, true)
+	resp, _ := post(t, tg.base+"/v1/no-such-api", "", "{}")
+	if resp.StatusCode != 404 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	root := tg.ended(t)["POST"]
+	if root == nil || attrs(root)[attrStatusCode].AsInt64() != 404 || root.Status().Code != codes.Unset {
+		t.Fatalf("request span %+v", root)
 	}
 }
