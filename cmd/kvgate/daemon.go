@@ -53,7 +53,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	}
 	addrs := c.engines
 	if c.simEngines > 0 {
-		if addrs, err = d.startSims(c, tk.simModel, tok); err != nil {
+		if addrs, err = d.startSims(c, tk); err != nil {
 			return nil, err
 		}
 	}
@@ -149,6 +149,7 @@ type tokenizers struct {
 	tok      *tokenize.Tokenizer
 	name     string // the shorthand's tokenizer, or the first model's
 	simModel string // what --sim-engines serve
+	simLen   int    // and their context (0: sim's default)
 }
 
 // loadTokenizers loads --model's models or --tokenizer's tokenizer, each
@@ -159,7 +160,7 @@ func loadTokenizers(c *config) (*tokenizers, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &tokenizers{models: models, tok: models[0].Tok, name: models[0].TokName, simModel: models[0].Name}, nil
+		return &tokenizers{models: models, tok: models[0].Tok, name: models[0].TokName, simModel: models[0].Name, simLen: models[0].MaxModelLen}, nil
 	}
 	tok, name, err := tokenize.Open(c.tokenizerDir)
 	if err != nil {
@@ -172,7 +173,7 @@ func loadTokenizers(c *config) (*tokenizers, error) {
 	if err := one.Check(); err != nil { // its chat template renders
 		return nil, fmt.Errorf("--tokenizer: %w", err)
 	}
-	return &tokenizers{tok: tok, name: name, simModel: "Qwen/Qwen3-8B"}, nil
+	return &tokenizers{tok: tok, name: name, simModel: "Qwen/Qwen3-8B", simLen: c.maxModelLen}, nil
 }
 
 // names are the served models as name=tokenizer, for the log.
@@ -185,19 +186,20 @@ func (t *tokenizers) names() []string {
 }
 
 // startSims runs the embedded default's engines on loopback: real TCP, the
-// real wire protocol, serving model (the built-in tokenizer's model name,
-// or the first --model). They answer prompts that offer tools with tool
-// calls (sim.ToolCalls).
-func (d *daemon) startSims(c *config, model string, tok *tokenize.Tokenizer) ([]string, error) {
+// real wire protocol, serving tk's simModel (the built-in tokenizer's
+// model name, or the first --model) with its context. They answer prompts
+// that offer tools with tool calls (sim.ToolCalls).
+func (d *daemon) startSims(c *config, tk *tokenizers) ([]string, error) {
+	tok := tk.tok
 	profile, err := sim.LoadProfile(c.simProfile)
 	if err != nil {
 		return nil, err
 	}
 	cfg := sim.DefaultConfig()
-	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = model, profile, c.simGPUBlocks
+	cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.GPUBlocks = tk.simModel, profile, c.simGPUBlocks
 	cfg.Rank.CPUBlocks, cfg.Rank.DiskBlocks = c.simCPUBlocks, c.simDiskBlocks
-	if c.maxModelLen > 0 {
-		cfg.Rank.MaxModelLen = c.maxModelLen // the gateway holds requests to the same context
+	if tk.simLen > 0 {
+		cfg.Rank.MaxModelLen = tk.simLen // the gateway holds requests to the same context
 	}
 	cfg.Speed, cfg.Secret, cfg.Logger = c.simSpeed, c.secret, d.log
 	cfg.Rank.Tools = sim.NewToolCalls(func(s string) []uint32 { return tok.Encode(nil, s, false) },
