@@ -89,6 +89,9 @@ func FuzzParseMetrics(f *testing.F) {
 	}
 	f.Add([]byte("vllm:num_requests_running{engine=\"0\",model_name=\"m\"} NaN\nvllm:kv_cache_usage_perc{engine=\"0\"} +Inf\n"), uint8(0), math.Inf(-1))
 	f.Add([]byte("vllm:num_requests_waiting{engine=\"1\",model_name=\"a\\\"b,c=}\"} -1\n"), uint8(2), 1e300)
+	f.Add([]byte("vllm:cache_config_info{block_size=\"16\",engine=\"0\",kv_offloading_backend=\"lmcache\",kv_offloading_size=\"8.0\",num_gpu_blocks=\"100\"} 1.0\n"+
+		"lmcache:local_cache_usage{model_name=\"m\",worker_id=\"0\"} 1.5e9\nlmcache:local_cache_usage{model_name=\"m\",worker_id=\"1\"} 2.5e9\n"+
+		"lmcache:local_storage_usage{model_name=\"m\",worker_id=\"0\"} 3e9\n"), uint8(0), 1.0)
 	f.Fuzz(func(t *testing.T, text []byte, rank uint8, value float64) {
 		m, err := parseMetrics(bytes.NewReader(text))
 		if err != nil {
@@ -167,7 +170,9 @@ func equalMetrics(a, b map[int]*EngineMetrics) bool {
 	for r, x := range a {
 		y := b[r]
 		if y == nil || !sameFloat(x.Running, y.Running) || !sameFloat(x.Waiting, y.Waiting) ||
-			!sameFloat(x.KVUsage, y.KVUsage) || x.GPUBlocks != y.GPUBlocks || x.GPUTokens != y.GPUTokens {
+			!sameFloat(x.KVUsage, y.KVUsage) || x.GPUBlocks != y.GPUBlocks || x.GPUTokens != y.GPUTokens ||
+			x.OffloadGiB != y.OffloadGiB || x.OffloadBackend != y.OffloadBackend || x.HasLMCache != y.HasLMCache ||
+			x.LMCacheCPUBytes != y.LMCacheCPUBytes || x.LMCacheDiskBytes != y.LMCacheDiskBytes {
 			return false
 		}
 	}
@@ -187,13 +192,25 @@ func renderMetrics(m map[int]*EngineMetrics) string {
 		fmt.Fprintf(&b, "vllm:num_requests_running{engine=\"%d\",model_name=\"m\"} %s\n", r, promFloat(em.Running))
 		fmt.Fprintf(&b, "vllm:num_requests_waiting{engine=\"%d\",model_name=\"m\"} %s\n", r, promFloat(em.Waiting))
 		fmt.Fprintf(&b, "vllm:kv_cache_usage_perc{engine=\"%d\",model_name=\"m\"} %s\n", r, promFloat(em.KVUsage))
-		fmt.Fprintf(&b, "vllm:cache_config_info{block_size=\"16\",engine=\"%d\",num_gpu_blocks=\"%d\"} 1.0\n", r, em.GPUBlocks)
+		size := "None"
+		if em.OffloadGiB > 0 {
+			size = strconv.FormatFloat(em.OffloadGiB, 'g', -1, 64)
+		}
+		fmt.Fprintf(&b, "vllm:cache_config_info{block_size=\"16\",engine=\"%d\",kv_offloading_backend=\"%s\",kv_offloading_size=\"%s\",num_gpu_blocks=\"%d\"} 1.0\n",
+			r, labelEscaper.Replace(em.OffloadBackend), size, em.GPUBlocks)
+		if em.HasLMCache {
+			fmt.Fprintf(&b, "lmcache:local_cache_usage{engine=\"%d\",worker_id=\"0\"} %s\n", r, promFloat(em.LMCacheCPUBytes))
+			fmt.Fprintf(&b, "lmcache:local_storage_usage{engine=\"%d\",worker_id=\"0\"} %s\n", r, promFloat(em.LMCacheDiskBytes))
+		}
 		if em.GPUTokens > 0 {
 			fmt.Fprintf(&b, "sglang:max_total_num_tokens{engine=\"%d\"} %d\n", r, em.GPUTokens)
 		}
 	}
 	return b.String()
 }
+
+// labelEscaper escapes a label value as the exposition format does.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 // promFloat formats a sample value as the exposition format spells it.
 func promFloat(v float64) string {
