@@ -47,6 +47,13 @@ const DefaultAdapterLoadTimeout = 2 * time.Minute
 // 364631ab07d283c4f08db0544a2653c5b415a427), so every rank reports the
 // same residency.
 //
+// Slots are counted in registered adapters: vLLM's worker keeps up to
+// max_cpu_loras registered adapters in host memory (--max-cpu-loras,
+// --max-loras by default) and drops the least recently used beyond it, to
+// read it again from disk unannounced on its next request; keeping the
+// registered ones within --max-loras keeps every load one the bridge
+// timed and announced.
+//
 // Its mutex guards the maps and counters; no HTTP call is made under it.
 type Residency struct {
 	URL    string
