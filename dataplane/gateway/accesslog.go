@@ -40,13 +40,12 @@ type Observer struct {
 
 // exchange is one observed request.
 type exchange struct {
-	o       *Observer
-	start   time.Time
-	logged  bool // in the access sample
-	traced  wire.Trace
-	ctx     context.Context // the request span's; nil without a tracer
-	span    trace.Span
-	spanEnd func(status int)
+	o      *Observer
+	start  time.Time
+	logged bool            // in the access sample
+	traced wire.Trace      // the client's traceparent and tracestate; invalid: none
+	ctx    context.Context // the request span's; nil without a tracer
+	span   trace.Span
 
 	mu sync.Mutex // guards what follows: choices' goroutines add to it
 	accessRecord
