@@ -20,8 +20,9 @@ import (
 // tokenizer from dataplane/tokenize/testdata, its --model line in the
 // --config file): every request lands only on its model's engines, the
 // engine's prompt token count is that model's tokenizer's, /v1/models
-// lists both models with their aliases (in both APIs' shapes), and an
-// unknown model is a 404 in both APIs.
+// lists both models with their aliases (in both APIs' shapes), /tokenize
+// uses the named model's tokenizer, and an unknown model is a 404 in both
+// APIs.
 func TestManyModels(t *testing.T) {
 	const llama = "meta-llama/Llama-2-7b-hf"
 	llamaDir, err := filepath.Abs("../../dataplane/tokenize/testdata/families/llama2")
@@ -79,6 +80,16 @@ func TestManyModels(t *testing.T) {
 			if want := len(c.tok.Encode(nil, p, true)); out.Usage.PromptTokens != want || out.Model != c.model {
 				t.Fatalf("%s: engine counted %d prompt tokens as model %q; %s's tokenizer gives %d", c.name, out.Usage.PromptTokens, out.Model, c.model, want)
 			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		tok  *tokenize.Tokenizer
+	}{{"qwen", qwenTok}, {"llama2", llamaTok}} {
+		resp, body := post(t, base+"/tokenize", map[string]any{"model": c.name, "prompt": prompt})
+		var tk struct{ Tokens []uint32 }
+		if resp.StatusCode != 200 || json.Unmarshal(body, &tk) != nil || !slices.Equal(tk.Tokens, c.tok.Encode(nil, prompt, true)) {
+			t.Fatalf("/tokenize %s: %d %s", c.name, resp.StatusCode, body)
 		}
 	}
 	// A chat and a Messages request for Qwen3 render its template and land on its engines.
