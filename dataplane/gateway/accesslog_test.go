@@ -115,10 +115,10 @@ func TestAccessLogOnePerRequest(t *testing.T) {
 		s.Completion != 4 || s.Engine == "" || s.Prompt == 0 {
 		t.Fatalf("streamed access line %+v", s)
 	}
-	if b := lines[2]; b.Request != bad.Header.Get("x-request-id") || b.Status != 400 || b.Model != "" || b.Routes != 0 || b.Engine != "" {
+	if b := lines[2]; b.Request != bad.Header.Get("x-request-id") || b.Status != 400 || b.Model != "" || b.Routes != 0 || b.Engine != "" || b.Error == "" {
 		t.Fatalf("undecodable request's access line %+v", b)
 	}
-	if u := lines[3]; u.Request != unknown.Header.Get("x-request-id") || u.Status != 404 || u.Routes != 0 {
+	if u := lines[3]; u.Request != unknown.Header.Get("x-request-id") || u.Status != 404 || u.Routes != 0 || !strings.Contains(u.Error, "no-such-model") {
 		t.Fatalf("unknown model's access line %+v", u)
 	}
 	waitInflightZero(t, gw.srv)

@@ -87,6 +87,7 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 		e = g.fitContext(p.m, req, len(tokens))
 	}
 	if e != nil {
+		x.failed(e)
 		return writeError(w, flavor, e)
 	}
 	gr := &genRequest{Request: req, id: reqID, tokens: tokens, model: p.m, parser: outputParser(p.m, req, prompt), prompt: prompt, x: x}
