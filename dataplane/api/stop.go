@@ -12,6 +12,9 @@ type StopMatcher struct {
 	matched string
 }
 
+// Active reports whether there are stop strings to match.
+func (m *StopMatcher) Active() bool { return m.maxLen > 0 }
+
 // Matched is the stop string that ended the output, "" while none has.
 func (m *StopMatcher) Matched() string { return m.matched }
 

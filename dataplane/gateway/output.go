@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"strings"
+
 	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 )
 
@@ -91,4 +94,30 @@ func (o *output) fail(e *api.Error) int {
 func (o *output) gone() int {
 	o.w.Abort()
 	return 499
+}
+
+// stopByToken is outputText for an event of several tokens and stop
+// strings to match: it detokenizes and matches token by token from free
+// (a.buf holds the exempt text of the tokens before it), so a stop string
+// ends the output at the token that completed it however the engine
+// batched its tokens (wire.FeatureTokenBatch) or the stream merged its
+// frames: usage and logprobs count that token and none after it, as one
+// token a frame would.
+func (a *attempt) stopByToken(ev engine.Event, toks []uint32, free, exempt int) (text string, used int, stopped bool) {
+	var out strings.Builder
+	out.Write(a.buf[:exempt])
+	for i := free; i < len(toks); i++ {
+		start := len(a.buf)
+		a.buf = a.detok.Next(a.buf, toks[i:i+1])
+		last := ev.Last && i == len(toks)-1
+		if last {
+			a.buf = a.detok.Flush(a.buf)
+		}
+		piece, st := a.stops.Feed(string(a.buf[start:]), last)
+		out.WriteString(piece)
+		if st {
+			return out.String(), i + 1, true
+		}
+	}
+	return out.String(), len(ev.Tokens), false
 }

@@ -197,11 +197,13 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 			}
 			continue
 		}
-		for _, ev := range s.Take() {
+		evs := s.Take()
+		for _, ev := range evs {
 			if status, retry, err, done := g.handle(a, ev); done {
 				return status, retry, err
 			}
 		}
+		s.Release(evs) // handled: their arrays take the next frames
 	}
 }
 
@@ -227,10 +229,11 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 			return a.out.gone(), false, nil, true
 		}
 	}
-	g.addLogprobs(a, ev)
 	a.d.Generated(len(ev.Tokens))
-	text, stopped := a.outputText(g, ev)
-	a.generated += len(ev.Tokens)
+	text, used, stopped := a.outputText(g, ev)
+	ev.Tokens, ev.Logprobs = ev.Tokens[:used], ev.Logprobs[:min(used, len(ev.Logprobs))] // not those after a stop string
+	g.addLogprobs(a, ev)
+	a.generated += used
 	if err := a.emit(text, ev.Last || stopped); err != nil {
 		a.s.Cancel(wire.CancelClientGone)
 		return a.out.gone(), false, nil, true
@@ -256,21 +259,26 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 
 // outputText detokenizes the event's tokens and matches stop strings in
 // the text, except in the text of the first min_tokens tokens (vLLM's stop
-// checker starts after them); stopped says a stop string ended it.
-func (a *attempt) outputText(g *Gateway, ev engine.Event) (text string, stopped bool) {
+// checker starts after them); stopped says a stop string ended it, and
+// used is how many of the event's tokens the output took: all, or up to
+// the one that completed the stop string (stopByToken).
+func (a *attempt) outputText(g *Gateway, ev engine.Event) (text string, used int, stopped bool) {
 	toks := g.textTokens(a, ev)
 	free := min(len(toks), max(0, int(a.req.Extras.MinTokens)-a.generated))
 	a.buf = a.detok.Next(a.buf[:0], toks[:free])
 	exempt := len(a.buf)
+	if a.stops.Active() && len(toks)-free > 1 {
+		return a.stopByToken(ev, toks, free, exempt)
+	}
 	a.buf = a.detok.Next(a.buf, toks[free:])
 	if ev.Last {
 		a.buf = a.detok.Flush(a.buf)
 	}
 	if free == len(toks) && !ev.Last {
-		return string(a.buf), false
+		return string(a.buf), len(ev.Tokens), false
 	}
 	text, stopped = a.stops.Feed(string(a.buf[exempt:]), ev.Last)
-	return string(a.buf[:exempt]) + text, stopped
+	return string(a.buf[:exempt]) + text, len(ev.Tokens), stopped
 }
 
 // textTokens are the event's tokens that are output text: with special
