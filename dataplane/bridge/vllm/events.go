@@ -39,6 +39,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/kvgate/kvgate/wire"
 )
 
 // EventKind is a vLLM KV cache event type.
@@ -363,4 +365,21 @@ func typedExtra(k map[any]any, ev *Event) Extra {
 		return ExtraMultimodal
 	}
 	return ExtraUnknown
+}
+
+// specKind maps vLLM's kv_cache_spec_kind (the values of its
+// KVCacheSpecKind: vllm/v1/kv_cache_interface.py in the vLLM versions whose
+// kv_events.py sends the field) onto the group kinds kvgate indexes; false
+// for kinds it cannot (chunked local, cross or encoder-only attention,
+// unknown).
+func specKind(s string) (wire.GroupKind, bool) {
+	switch s {
+	case "full_attention", "mla_attention", "sink_full_attention":
+		return wire.GroupFull, true
+	case "sliding_window", "sliding_window_mla":
+		return wire.GroupSlidingWindow, true
+	case "mamba":
+		return wire.GroupMamba, true
+	}
+	return 0, false
 }

@@ -18,8 +18,8 @@ import (
 // the batch: a stored block whose parent it never saw (the bridge started
 // after the engine, or events were lost), blocks vLLM hashed with extra
 // keys other than the adapter's (multimodal items, cache salt, prompt
-// embeddings: the router cannot know them from the block alone),
-// attention groups other than 0 of hybrid models, tiers it does not know,
+// embeddings: the router cannot know them from the block alone), KV cache
+// groups it was not told to index (groups.go), tiers it does not know,
 // offloaded copies of blocks it never saw on the GPU, and events that did
 // not decode. A LoRA block (its adapter in extra_keys, lora_name or
 // lora_id) is hashed with kvgate's key for that adapter. Offloaded copies
@@ -29,9 +29,14 @@ type Translator struct {
 	loras map[string]uint32 // adapter name -> wire LoRA id
 	byID  map[int]uint32    // vLLM's integer lora_id -> wire LoRA id
 
-	mu      sync.Mutex
-	ranks   map[int]map[Hash]*block
-	skipped Skipped
+	mu sync.Mutex
+	// ranks holds each rank's blocks of kvgate group 0; other groups'
+	// blocks are in groupTables (groups.go), one table per (rank, group),
+	// since vLLM mixes no group into its block hashes.
+	ranks       map[int]map[Hash]*block
+	groupTables map[rankGroup]map[Hash]*block
+	groups      groupMap
+	skipped     Skipped
 	// gpuBlockSize is the block size of the last GPU store, to tell how
 	// many GPU blocks an offloaded block spans.
 	gpuBlockSize int
@@ -47,6 +52,9 @@ type Translator struct {
 // events for Undecodable.
 type Skipped struct {
 	UnknownParent, ExtraKeys, OtherGroup, UnknownTier, UnknownLoRA, UnknownBlock uint64
+	// GroupKind counts blocks of a group whose event named another kind
+	// than the group was announced with, or one kvgate cannot index.
+	GroupKind uint64
 	// Multimodal, CacheSalt and PromptEmbeds are blocks hashed with those
 	// extra keys (ExtraKeys counts keys of no kind vLLM documents).
 	Multimodal, CacheSalt, PromptEmbeds uint64
@@ -63,7 +71,7 @@ func (s Skipped) Reasons() map[string]uint64 {
 	return map[string]uint64{"unknown_parent": s.UnknownParent, "extra_keys": s.ExtraKeys, "other_group": s.OtherGroup,
 		"unknown_tier": s.UnknownTier, "unknown_lora": s.UnknownLoRA, "unknown_block": s.UnknownBlock,
 		"multimodal": s.Multimodal, "cache_salt": s.CacheSalt, "prompt_embeds": s.PromptEmbeds,
-		"unknown_offload": s.UnknownOffload, "undecodable_event": s.Undecodable, "remote": s.Remote}
+		"unknown_offload": s.UnknownOffload, "undecodable_event": s.Undecodable, "remote": s.Remote, "group_kind": s.GroupKind}
 }
 
 type block struct {
@@ -94,7 +102,8 @@ type LoRA struct {
 
 // NewTranslator returns a translator hashing with h.
 func NewTranslator(h *kvstore.Hasher, loras []LoRA) *Translator {
-	t := &Translator{h: h, loras: map[string]uint32{}, byID: map[int]uint32{}, ranks: map[int]map[Hash]*block{}}
+	t := &Translator{h: h, loras: map[string]uint32{}, byID: map[int]uint32{}, ranks: map[int]map[Hash]*block{},
+		groupTables: map[rankGroup]map[Hash]*block{}, groups: groupMap{primary: -1}}
 	for _, l := range loras {
 		t.loras[l.Name] = l.WireID
 		if l.VLLMID != 0 {
@@ -119,7 +128,10 @@ func tierOf(medium string) (wire.Tier, bool) {
 	return 0, false
 }
 
-func (t *Translator) table(rank int) map[Hash]*block {
+func (t *Translator) table(rank int, group uint16) map[Hash]*block {
+	if group != 0 {
+		return t.groupTable(rank, group)
+	}
 	tb := t.ranks[rank]
 	if tb == nil {
 		tb = map[Hash]*block{}
@@ -132,7 +144,6 @@ func (t *Translator) table(rank int) map[Hash]*block {
 func (t *Translator) Apply(rank int, evs []Event) []wire.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	tb := t.table(rank)
 	var out []wire.Event
 	for i := range evs {
 		ev := &evs[i]
@@ -140,51 +151,63 @@ func (t *Translator) Apply(rank int, evs []Event) []wire.Event {
 			t.skipped.Undecodable++
 			continue
 		}
-		if ev.GroupIdx != 0 {
-			t.skipped.OtherGroup++
-			continue
-		}
 		if ev.Locality == "REMOTE" || ev.Locality == "remote" {
 			t.skipped.Remote += uint64(len(ev.BlockHashes))
 			continue
 		}
-		switch ev.Kind {
-		case AllBlocksCleared:
-			clear(tb)
-			for tier := range wire.Tier(wire.NumTiers) {
-				out = append(out, wire.Event{Kind: wire.EventCleared, Tier: tier})
-			}
-		case BlockRemoved:
-			tier, ok := tierOf(ev.Medium)
-			if !ok {
-				t.skipped.UnknownTier++
+		group, ok := uint16(0), true
+		if ev.Kind != AllBlocksCleared {
+			if group, ok = t.groupOf(ev); !ok {
 				continue
 			}
-			if tier != wire.TierGPU {
-				out = t.offloadRemoved(tb, tier, ev, out)
+		}
+		tb, from := t.table(rank, group), len(out)
+		out = t.translate(rank, tb, ev, out)
+		for j := from; j < len(out); j++ {
+			out[j].Group = group
+		}
+	}
+	return out
+}
+
+// translate appends the wire events of one event of a rank's group whose
+// blocks are in tb.
+func (t *Translator) translate(rank int, tb map[Hash]*block, ev *Event, out []wire.Event) []wire.Event {
+	switch ev.Kind {
+	case AllBlocksCleared: // every group's (PROTOCOL.md 6.3)
+		t.clearRank(rank)
+		for tier := range wire.Tier(wire.NumTiers) {
+			out = append(out, wire.Event{Kind: wire.EventCleared, Tier: tier})
+		}
+	case BlockRemoved:
+		tier, ok := tierOf(ev.Medium)
+		if !ok {
+			t.skipped.UnknownTier++
+			return out
+		}
+		if tier != wire.TierGPU {
+			return t.offloadRemoved(tb, tier, ev, out)
+		}
+		var hs []uint64
+		for _, eh := range ev.BlockHashes {
+			b := tb[eh]
+			if b == nil || b.tiers&(1<<tier) == 0 {
+				t.skipped.UnknownBlock++
 				continue
 			}
-			var hs []uint64
-			for _, eh := range ev.BlockHashes {
-				b := tb[eh]
-				if b == nil || b.tiers&(1<<tier) == 0 {
-					t.skipped.UnknownBlock++
-					continue
-				}
-				hs = append(hs, b.kv)
-				if b.tiers &^= 1 << tier; b.tiers == 0 {
-					delete(tb, eh)
-				}
+			hs = append(hs, b.kv)
+			if b.tiers &^= 1 << tier; b.tiers == 0 {
+				delete(tb, eh)
 			}
-			if len(hs) > 0 {
-				out = append(out, wire.Event{Kind: wire.EventRemoved, Tier: tier, Hashes: wire.HashesOf(hs)})
-			}
-		case BlockStored:
-			if len(ev.TokenIDs) == 0 {
-				out = t.offloadStored(tb, ev, out)
-			} else if e, ok := t.stored(tb, ev); ok {
-				out = append(out, e)
-			}
+		}
+		if len(hs) > 0 {
+			out = append(out, wire.Event{Kind: wire.EventRemoved, Tier: tier, Hashes: wire.HashesOf(hs)})
+		}
+	case BlockStored:
+		if len(ev.TokenIDs) == 0 {
+			out = t.offloadStored(tb, ev, out)
+		} else if e, ok := t.stored(tb, ev); ok {
+			out = append(out, e)
 		}
 	}
 	return out
@@ -238,7 +261,10 @@ func (t *Translator) stored(tb map[Hash]*block, ev *Event) (wire.Event, bool) {
 	if lora != 0 {
 		keys = &kvstore.Keys{LoRAID: lora}
 	}
-	kv, err := t.h.Chain(nil, parent, hasParent, ev.TokenIDs[:n*ev.BlockSize], keys)
+	kv, err := t.h.Chain(nil, parent, hasParent, ev.TokenIDs[:min(n*ev.BlockSize, len(ev.TokenIDs))], keys)
+	if err == nil {
+		kv = t.groups.perBlock(kv, ev, t.h.BlockSize())
+	}
 	if err != nil || len(kv) != n {
 		t.skipped.UnknownBlock += uint64(n)
 		return wire.Event{}, false
@@ -282,7 +308,7 @@ func (t *Translator) extraReason(x Extra) *uint64 {
 func (t *Translator) Reset(rank int) []wire.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	clear(t.table(rank))
+	t.clearRank(rank)
 	out := make([]wire.Event, 0, wire.NumTiers)
 	for tier := range wire.Tier(wire.NumTiers) {
 		out = append(out, wire.Event{Kind: wire.EventCleared, Tier: tier})
@@ -297,11 +323,13 @@ func (t *Translator) Snapshot(rank int) []wire.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []wire.Event
-	for _, b := range t.table(rank) {
-		for tier := range wire.Tier(wire.NumTiers) {
-			if b.tiers&(1<<tier) != 0 {
-				out = append(out, wire.Event{Kind: wire.EventStored, Tier: tier, HasParent: b.hasParent, Parent: b.parent,
-					LoRAID: b.lora, Hashes: wire.HashesOf([]uint64{b.kv})})
+	for group, tb := range t.rankTables(rank) {
+		for _, b := range tb {
+			for tier := range wire.Tier(wire.NumTiers) {
+				if b.tiers&(1<<tier) != 0 {
+					out = append(out, wire.Event{Kind: wire.EventStored, Tier: tier, Group: group, HasParent: b.hasParent,
+						Parent: b.parent, LoRAID: b.lora, Hashes: wire.HashesOf([]uint64{b.kv})})
+				}
 			}
 		}
 	}
@@ -315,7 +343,11 @@ func (t *Translator) BlockSize() int { return t.h.BlockSize() }
 func (t *Translator) Blocks(rank int) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.ranks[rank])
+	n := 0
+	for _, tb := range t.rankTables(rank) {
+		n += len(tb)
+	}
+	return n
 }
 
 // Skipped returns the counts of what was not translated.

@@ -90,3 +90,106 @@ func TestTranslateChain(t *testing.T) {
 		t.Fatalf("clear: %+v, %d blocks left", out, tr.Blocks(0))
 	}
 }
+
+// TestTranslateHybridGroups: vLLM's per-group events of a hybrid model
+// (golden frames: both groups store one engine hash, then the Mamba group
+// evicts its state), in either order of the groups. Configured with the
+// groups it announces, the bridge forwards each group as itself, and the
+// router's index keeps the full group's block when the Mamba group's
+// leaves; not configured, it forwards only the full-attention group, as
+// group 0, wherever vLLM put it. Either way no group's removal takes
+// another's block.
+func TestTranslateHybridGroups(t *testing.T) {
+	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 2, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, _ := h.Hash(nil, []uint32{1, 2}, nil)
+	for _, c := range []struct {
+		file       string
+		full, mamb uint16
+	}{{"tagged_hybrid_mamba_first.hex", 1, 0}, {"tagged_hybrid_full_first.hex", 0, 1}} {
+		b, err := vllm.DecodeBatch(readHex(t, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := make([]wire.Group, 2)
+		groups[c.full] = wire.Group{Kind: wire.GroupFull, BlockSize: 2}
+		groups[c.mamb] = wire.Group{Kind: wire.GroupMamba, BlockSize: 2}
+		for _, configured := range []bool{true, false} {
+			tr := vllm.NewTranslator(h, nil)
+			var ix []kvstore.Group
+			if configured {
+				tr.SetGroups(groups)
+				for _, g := range groups {
+					kg, _ := kvstore.GroupOf(kvstore.GroupKind(g.Kind), int(g.BlockSize), 0, 2)
+					ix = append(ix, kg)
+				}
+			}
+			out := tr.Apply(0, b.Events)
+			index := kvstore.New(kvstore.Options{})
+			slots, _ := index.AddEngine(kvstore.EngineConfig{ID: "e", Groups: ix})
+			if err := index.Apply(slots[0], kvEvents(out)); err != nil {
+				t.Fatalf("%s, configured %v: %v (events %+v)", c.file, configured, err, out)
+			}
+			held := map[int]uint64{}
+			for _, es := range index.Stats().Engines {
+				held[es.Group] += es.Blocks[kvstore.TierGPU]
+			}
+			fullGroup := 0 // not configured: the full group is group 0
+			if configured {
+				fullGroup = int(c.full)
+			}
+			if held[fullGroup] != 1 || held[1-fullGroup] != 0 {
+				t.Fatalf("%s, configured %v: blocks held per group %v, want the full group's (%d) 1 and none else; events %+v",
+					c.file, configured, held, fullGroup, out)
+			}
+			if !configured {
+				m := make([]kvstore.Match, 1)
+				if index.Match(kv, slots, m); m[0].Depth() != 1 {
+					t.Fatalf("%s: the full group's block is not matched (%+v)", c.file, m[0])
+				}
+			}
+			// The full group's own removal still finds its block: the
+			// tables are the groups', so the Mamba group's took only its own.
+			rm := []vllm.Event{{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{b.Events[0].BlockHashes[0]}, Medium: "GPU", GroupIdx: int(c.full)}}
+			if err := index.Apply(slots[0], kvEvents(tr.Apply(0, rm))); err != nil {
+				t.Fatal(err)
+			}
+			if st := index.Stats(); st.Engines[0].Blocks[kvstore.TierGPU]+st.Engines[len(st.Engines)-1].Blocks[kvstore.TierGPU] != 0 {
+				t.Fatalf("%s, configured %v: the full group's removal left blocks %+v", c.file, configured, st.Engines)
+			}
+			if !configured {
+				if s := tr.Skipped(); s.OtherGroup != 2 {
+					t.Fatalf("%s: %d Mamba blocks skipped, want 2 (its store and its removal)", c.file, s.OtherGroup)
+				}
+			}
+		}
+	}
+}
+
+// TestTranslateGroupKindRefused: an event whose kind contradicts the group
+// it names is skipped and counted, not indexed under that group.
+func TestTranslateGroupKindRefused(t *testing.T) {
+	h, _ := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 2, Model: "m"})
+	tr := vllm.NewTranslator(h, nil)
+	tr.SetGroups([]wire.Group{{Kind: wire.GroupFull, BlockSize: 2}})
+	out := tr.Apply(0, []vllm.Event{
+		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1)}, TokenIDs: []uint32{1, 2}, BlockSize: 2, KVCacheSpecKind: "mamba"},
+		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(2)}, TokenIDs: []uint32{1, 2}, BlockSize: 2, GroupIdx: 3},
+		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1)}, TokenIDs: []uint32{1, 2}, BlockSize: 2, KVCacheSpecKind: "full_attention"},
+	})
+	if s := tr.Skipped(); len(out) != 1 || s.GroupKind != 1 || s.OtherGroup != 1 {
+		t.Fatalf("events %+v, skipped %+v: want one event, one wrong kind, one unknown group", out, s)
+	}
+}
+
+// kvEvents converts wire events as the router's pool does.
+func kvEvents(evs []wire.Event) []kvstore.Event {
+	out := make([]kvstore.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = kvstore.Event{Kind: kvstore.EventKind(ev.Kind), Tier: kvstore.Tier(ev.Tier), Group: ev.Group,
+			HasParent: ev.HasParent, Parent: ev.Parent, Hashes: ev.Hashes.AppendTo(nil)}
+	}
+	return out
+}
