@@ -23,20 +23,35 @@ import (
 
 // TestTraceThroughBridge: a client's traceparent continues through
 // kvgate (exporting OTLP/HTTP to an in-test collector) and kvgate-bridge
-// to the engine's HTTP request. The collector gets kvgate's spans in the
+// to the engine's HTTP request, vLLM's /v1/completions or SGLang's
+// /generate. The collector gets kvgate's spans in the
 // client's trace, a child of the client's span; the engine gets a
 // traceparent of the same trace whose parent is kvgate's engine span;
 // kvgate's access line names the trace.
 func TestTraceThroughBridge(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		enc  vllmtest.Encoding
+		path string // the engine's generation endpoint
+		args []string
+	}{
+		{"vllm", vllmtest.Tagged, "/v1/completions", nil},
+		{"sglang", vllmtest.SGLang, "/generate", []string{"--engine-kind", "sglang"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { traceThroughBridge(t, tc.enc, tc.path, tc.args) })
+	}
+}
+
+func traceThroughBridge(t *testing.T, enc vllmtest.Encoding, path string, args []string) {
 	col := tracingtest.NewCollector(t)
-	f, err := vllmtest.Start(model, 16, 48, vllmtest.Tagged)
+	f, err := vllmtest.Start(model, 16, 48, enc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	engine := newHeaderProxy(t, f.URL)
-	br := start(t, "kvgate-bridge", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--engine-url", engine.URL,
-		"--model", model, "--block-size", "16", "--id", "vllm-traced")
+	br := start(t, "kvgate-bridge", append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--engine-url", engine.URL,
+		"--model", model, "--block-size", "16", "--id", "vllm-traced"}, args...)...)
 	line := br.waitLog(t, "bridge serving")
 	kv, base := startKvgate(t, "--engine", line["addr"].(string), "--otlp-endpoint", col.URL, "--access-log-sample", "1")
 	waitReady(t, base)
@@ -91,10 +106,10 @@ func TestTraceThroughBridge(t *testing.T) {
 		}
 	}
 	want := "00-" + traceID + "-" + spans["engine"].SpanID + "-01"
-	if got := engine.traceparents("/v1/completions"); len(got) != 1 || got[0] != want {
+	if got := engine.traceparents(path); len(got) != 1 || got[0] != want {
 		t.Fatalf("the engine's requests carried traceparent %v, want [%s] (kvgate's engine span)", got, want)
 	}
-	if got := engine.header("/v1/completions", "tracestate"); got != "client=e2e" {
+	if got := engine.header(path, "tracestate"); got != "client=e2e" {
 		t.Fatalf("the engine's request carried tracestate %q", got)
 	}
 }
