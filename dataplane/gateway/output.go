@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/engine"
@@ -120,4 +121,19 @@ func (a *attempt) stopByToken(ev engine.Event, toks []uint32, free, exempt int) 
 		}
 	}
 	return out.String(), len(ev.Tokens), false
+}
+
+// textOf is b as the text of this event's output. Where nothing keeps the
+// text past the event (no reasoning or tool parser, no stop strings: the
+// encoder copies it into its chunk, a whole response into its body) it is
+// b itself, no copy: a.buf is reused only by the next event. Otherwise a
+// copy, as a parser may hold back part of it.
+func (a *attempt) textOf(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if a.req.parser.Reasoning == nil && a.req.parser.Tools == nil && !a.stops.Active() {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
 }

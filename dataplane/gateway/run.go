@@ -275,10 +275,10 @@ func (a *attempt) outputText(g *Gateway, ev engine.Event) (text string, used int
 		a.buf = a.detok.Flush(a.buf)
 	}
 	if free == len(toks) && !ev.Last {
-		return string(a.buf), len(ev.Tokens), false
+		return a.textOf(a.buf), len(ev.Tokens), false
 	}
-	text, stopped = a.stops.Feed(string(a.buf[exempt:]), ev.Last)
-	return string(a.buf[:exempt]) + text, len(ev.Tokens), stopped
+	text, stopped = a.stops.Feed(a.textOf(a.buf[exempt:]), ev.Last)
+	return a.textOf(a.buf[:exempt]) + text, len(ev.Tokens), stopped
 }
 
 // textTokens are the event's tokens that are output text: with special
