@@ -110,7 +110,7 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 	for i := range cfg.Engines {
 		id := fmt.Sprintf("engine-%d", i)
 		slots, err := s.index.AddEngine(kvstore.EngineConfig{ID: id, Ranks: s.ranks, Capacity: [kvstore.NumTiers]uint64{uint64(cfg.Rank.GPUBlocks),
-			uint64(cfg.Rank.CPUBlocks), uint64(cfg.Rank.DiskBlocks)}})
+			uint64(cfg.Rank.CPUBlocks), uint64(cfg.Rank.DiskBlocks)}, Groups: cfg.Rank.IndexGroups()})
 		if err != nil {
 			return nil, err
 		}

@@ -92,6 +92,20 @@ func (c *RankConfig) Groups() []wire.Group {
 	return h.wireGroups(c.BlockSize)
 }
 
+// IndexGroups returns the rank's KV cache groups as a router's index keeps
+// them (kvstore.EngineConfig.Groups; nil for a model with one cache), for
+// simulations that index a rank's events without a handshake.
+func (c *RankConfig) IndexGroups() []kvstore.Group {
+	if len(c.Profile.Groups) == 0 {
+		return nil
+	}
+	h, err := newHybrid(c.Profile.Groups, c.BlockSize)
+	if err != nil {
+		return nil
+	}
+	return h.groups
+}
+
 // hybridHit is the coordinator's hit for r, in blocks.
 func (c *Core) hybridHit(r *Request) int {
 	limit := min(len(r.hashes), (len(r.tokens)-1)/c.cfg.BlockSize) // at least one token is computed
