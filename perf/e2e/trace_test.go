@@ -19,45 +19,57 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
 	"github.com/kvgate/kvgate/dataplane/tracing/tracingtest"
+	"github.com/kvgate/kvgate/perf/llamacpp"
+	"github.com/kvgate/kvgate/perf/llamacpp/llamacpptest"
 )
 
 // TestTraceThroughBridge: a client's traceparent continues through
 // kvgate (exporting OTLP/HTTP to an in-test collector) and kvgate-bridge
-// to the engine's HTTP request, vLLM's /v1/completions or SGLang's
-// /generate. The collector gets kvgate's spans in the
-// client's trace, a child of the client's span; the engine gets a
-// traceparent of the same trace whose parent is kvgate's engine span;
-// kvgate's access line names the trace.
+// to the engine's HTTP request: vLLM's /v1/completions, SGLang's
+// /generate (fakes) and a real llama-server's /completion. The collector
+// gets kvgate's spans in the client's trace, a child of the client's
+// span; the engine gets a traceparent of the same trace whose parent is
+// kvgate's engine span; kvgate's access line names the trace.
 func TestTraceThroughBridge(t *testing.T) {
+	fake := func(enc vllmtest.Encoding, args ...string) func(t *testing.T) (*headerProxy, string) {
+		return func(t *testing.T) (*headerProxy, string) {
+			f, err := vllmtest.Start(model, 16, 48, enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Close)
+			engine := newHeaderProxy(t, f.URL)
+			br := start(t, "kvgate-bridge", append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+				"--engine-url", engine.URL, "--model", model, "--block-size", "16", "--id", "bridged-0"}, args...)...)
+			return engine, br.waitLog(t, "bridge serving")["addr"].(string)
+		}
+	}
 	for _, tc := range []struct {
-		name string
-		enc  vllmtest.Encoding
-		path string // the engine's generation endpoint
-		args []string
+		name, path string // path: the engine's generation endpoint
+		engine     func(t *testing.T) (proxy *headerProxy, bridge string)
 	}{
-		{"vllm", vllmtest.Tagged, "/v1/completions", nil},
-		{"sglang", vllmtest.SGLang, "/generate", []string{"--engine-kind", "sglang"}},
+		{"vllm", "/v1/completions", fake(vllmtest.Tagged)},
+		{"sglang", "/generate", fake(vllmtest.SGLang, "--engine-kind", "sglang")},
+		{"llamacpp", "/completion", func(t *testing.T) (*headerProxy, string) {
+			srv := llamacpptest.Start(t, llamacpp.Config{Parallel: 1, CtxSize: 2048, Args: []string{"--alias", model}})
+			engine := newHeaderProxy(t, srv.URL)
+			return engine, startLlamaBridge(t, engine.URL, "--id", "bridged-0")
+		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { traceThroughBridge(t, tc.enc, tc.path, tc.args) })
+		t.Run(tc.name, func(t *testing.T) {
+			engine, bridge := tc.engine(t)
+			traceThroughBridge(t, engine, bridge, tc.path)
+		})
 	}
 }
 
-func traceThroughBridge(t *testing.T, enc vllmtest.Encoding, path string, args []string) {
+func traceThroughBridge(t *testing.T, engine *headerProxy, bridge, path string) {
 	col := tracingtest.NewCollector(t)
-	f, err := vllmtest.Start(model, 16, 48, enc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	engine := newHeaderProxy(t, f.URL)
-	br := start(t, "kvgate-bridge", append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--engine-url", engine.URL,
-		"--model", model, "--block-size", "16", "--id", "vllm-traced"}, args...)...)
-	line := br.waitLog(t, "bridge serving")
-	kv, base := startKvgate(t, "--engine", line["addr"].(string), "--otlp-endpoint", col.URL, "--access-log-sample", "1")
+	kv, base := startKvgate(t, "--engine", bridge, "--otlp-endpoint", col.URL, "--access-log-sample", "1")
 	waitReady(t, base)
 
 	traceID, clientSpan := randomHex(16), randomHex(8)
-	b := []byte(`{"model":"` + model + `","prompt":"Tracing through the bridge.","max_tokens":4,"stream":true}`)
+	b := []byte(`{"model":"` + model + `","prompt":"Tracing through the bridge.","max_tokens":4,"ignore_eos":true,"stream":true}`)
 	req, _ := http.NewRequest("POST", base+"/v1/completions", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-"+clientSpan+"-01")
@@ -72,7 +84,7 @@ func traceThroughBridge(t *testing.T, enc vllmtest.Encoding, path string, args [
 		t.Fatalf("traced completion: %d %s", resp.StatusCode, body)
 	}
 	access := kv.waitLog(t, "access")
-	if access["trace_id"] != traceID || access["engine"] != "vllm-traced" || access["status"] != float64(200) {
+	if access["trace_id"] != traceID || access["engine"] != "bridged-0" || access["status"] != float64(200) {
 		t.Fatalf("access line %v", access)
 	}
 
@@ -96,7 +108,7 @@ func traceThroughBridge(t *testing.T, enc vllmtest.Encoding, path string, args [
 	if !ok || root.ParentSpanID != clientSpan || root.Service != "kvgate" || root.Kind != 2 {
 		t.Fatalf("request span %+v: want a server span of service kvgate, child of the client's %s", root, clientSpan)
 	}
-	if root.Attributes["gen_ai.request.model"] != model || root.Attributes["kvgate.engine"] != "vllm-traced" ||
+	if root.Attributes["gen_ai.request.model"] != model || root.Attributes["kvgate.engine"] != "bridged-0" ||
 		root.Attributes["gen_ai.usage.output_tokens"] != "4" || root.Attributes["http.response.status_code"] != "200" {
 		t.Fatalf("request span attributes %v", root.Attributes)
 	}
