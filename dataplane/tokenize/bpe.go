@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/zeebo/xxh3"
 )
@@ -18,7 +19,7 @@ import (
 // Results per pre-token are cached.
 type bpe struct {
 	vocab        map[string]uint32
-	rawVocab     map[string]uint32 // by raw bytes, for ignore_merges
+	longestRaw   int               // raw bytes of the longest token, for ignore_merges
 	byteID       [256]uint32       // id of each single byte's spelling
 	merges       mergeTable        // (left, right) -> (rank, merged id)
 	byteRank     []uint32          // rank of merging bytes a, b at a<<8|b; noRank if none
@@ -79,11 +80,8 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 // vocabulary must have.
 func (b *bpe) setBytes() error {
 	if b.ignoreMerges {
-		b.rawVocab = make(map[string]uint32, len(b.vocab))
-		for s, id := range b.vocab {
-			if raw, ok := appendRawBytes(nil, s); ok {
-				b.rawVocab[string(raw)] = id
-			}
+		for s := range b.vocab {
+			b.longestRaw = max(b.longestRaw, utf8.RuneCountInString(s))
 		}
 	}
 	for c := range 256 {
@@ -156,12 +154,12 @@ func (b *bpe) encodeWord(dst []uint32, word string) []uint32 {
 // each merge updates the two pairs it changes. O(n log n) table lookups and
 // heap steps, with no allocation for pieces up to mergeStack bytes.
 func (b *bpe) merge(dst []uint32, piece string) []uint32 {
-	if b.ignoreMerges {
-		if id, ok := b.rawVocab[piece]; ok {
+	n := len(piece)
+	if b.ignoreMerges && n <= b.longestRaw {
+		if id, ok := b.wholeToken(piece); ok {
 			return append(dst, id)
 		}
 	}
-	n := len(piece)
 	var syms []uint32
 	var next, prev []int32
 	var q pairQueue
@@ -186,6 +184,25 @@ func (b *bpe) merge(dst []uint32, piece string) []uint32 {
 	}
 	q.init()
 	return b.mergeQueued(dst, syms, next, prev, &q)
+}
+
+// wholeToken looks piece (raw bytes) up in the vocabulary by its
+// byte-level spelling, as ignore_merges does before merging: at most two
+// UTF-8 bytes a byte, spelled on the stack for pieces up to mergeStack
+// bytes (gpt-oss's longest token is 128; merge looks up no piece longer
+// than the longest token). It replaces a second map keyed by raw bytes,
+// which cost gpt-oss 10 MB of heap.
+func (b *bpe) wholeToken(piece string) (uint32, bool) {
+	var stack [2 * mergeStack]byte
+	buf := stack[:0]
+	if len(piece) > mergeStack {
+		buf = make([]byte, 0, 2*len(piece))
+	}
+	for i := 0; i < len(piece); i++ {
+		buf = utf8.AppendRune(buf, byteToRune[piece[i]])
+	}
+	id, ok := b.vocab[string(buf)]
+	return id, ok
 }
 
 // mergeQueued merges the queued pairs of the symbol list syms (linked by
