@@ -74,6 +74,15 @@ func (b *Bridge) Lost(rank int, reason string) {
 	b.Log.Warn("KV events lost: routers told to forget this rank's blocks", "rank", rank, "blocks", b.T.Blocks(rank), "reason", reason)
 	b.seq[rank]++
 	b.Out.Broadcast(&wire.KVEvents{Seq: b.seq[rank], TimestampNano: time.Now().UnixNano(), DPRank: uint16(rank), Events: b.T.Reset(rank)})
+	if b.Residency != nil {
+		// A restarted engine has lost its runtime adapters too: read them
+		// now rather than at the next --lora-interval.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = b.Residency.Sync(ctx)
+		}()
+	}
 }
 
 // Snapshot implements serve.Backend.

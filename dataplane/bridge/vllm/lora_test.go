@@ -34,6 +34,7 @@ var testAdapters = []vllm.Adapter{
 // it reads.
 type loraRig struct {
 	fake *vllmtest.Fake
+	b    *vllm.Bridge
 	res  *vllm.Residency
 	conn *wire.Conn
 
@@ -76,7 +77,7 @@ func startLoRARig(t *testing.T, slots int, opts ...vllmtest.Option) *loraRig {
 		}
 		return nil
 	})
-	rig := &loraRig{fake: f, res: e.Residency, conn: c, streams: map[uint32][]wire.Frame{}}
+	rig := &loraRig{fake: f, b: b, res: e.Residency, conn: c, streams: map[uint32][]wire.Frame{}}
 	go rig.read()
 	return rig
 }
@@ -290,7 +291,8 @@ func TestAdaptersRuntimeUpdatingDisabled(t *testing.T) {
 // TestAdaptersSyncWithEngine: an adapter registered behind the bridge's
 // back is resident once listed (no load), or found registered when the
 // bridge loads it (vLLM's duplicate refusal); a restarted engine that lost
-// its runtime adapters is announced empty.
+// its runtime adapters is announced empty as soon as its events say it
+// restarted.
 func TestAdaptersSyncWithEngine(t *testing.T) {
 	rig := startLoRARig(t, 2, vllmtest.WithRuntimeLoRA(loadDelay, "/ad/a", "/ad/b"))
 	ctx := context.Background()
@@ -309,10 +311,10 @@ func TestAdaptersSyncWithEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAdapters(t, rig.waitAdapters(t, 2)[1], wire.AdaptersResident, 2, wire.LoRA{ID: 1, Name: "a"}, wire.LoRA{ID: 2, Name: "b"})
+	// The engine restarts without its runtime adapters: the lost events
+	// make the bridge read its adapters at once.
 	rig.fake.UnregisterAll()
-	if err := rig.res.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rig.b.Lost(0, "engine restarted")
 	checkAdapters(t, rig.waitAdapters(t, 3)[2], wire.AdaptersResident, 2)
 	if s := rig.res.Stats(); s.Loads != 0 || s.Resident != 0 {
 		t.Fatalf("stats %+v", s)
