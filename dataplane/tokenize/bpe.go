@@ -19,12 +19,12 @@ import (
 // Results per pre-token are cached.
 type bpe struct {
 	vocab        map[string]uint32
-	longestRaw   int               // raw bytes of the longest token, for ignore_merges
-	byteID       [256]uint32       // id of each single byte's spelling
-	merges       mergeTable        // (left, right) -> (rank, merged id)
-	byteRank     []uint32          // rank of merging bytes a, b at a<<8|b; noRank if none
-	ignoreMerges bool              // a pre-token that is itself in the vocabulary is one token
-	chars        *charSymbols      // non-nil: symbols start as characters
+	longestRaw   int          // raw bytes of the longest token, for ignore_merges
+	byteID       [256]uint32  // id of each single byte's spelling
+	merges       mergeTable   // (left, right) -> (rank, merged id)
+	byteRank     []uint32     // rank of merging bytes a, b at a<<8|b; noRank if none
+	ignoreMerges bool         // a pre-token that is itself in the vocabulary is one token
+	chars        *charSymbols // non-nil: symbols start as characters
 	cache        pieceCache
 }
 
