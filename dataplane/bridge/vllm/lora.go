@@ -54,7 +54,10 @@ const DefaultAdapterLoadTimeout = 2 * time.Minute
 // registered ones within --max-loras keeps every load one the bridge
 // timed and announced.
 //
-// Its mutex guards the maps and counters; no HTTP call is made under it.
+// mu guards the maps and counters; no HTTP call is made under it. amu,
+// taken before mu, makes each change and its announcement one step, so
+// routers hear changes in the order they happened (a LOADED never after
+// the EVICTED of the same adapter).
 type Residency struct {
 	URL    string
 	Client *http.Client
@@ -67,6 +70,7 @@ type Residency struct {
 	// Timeout bounds one load or unload call (0: DefaultAdapterLoadTimeout).
 	Timeout time.Duration
 
+	amu      sync.Mutex
 	mu       sync.Mutex
 	byID     map[uint32]Adapter
 	byName   map[string]uint32
@@ -256,7 +260,9 @@ func (r *Residency) load(op *adapterLoad, a Adapter, victim uint32) {
 		// the first Sync): resident, but no load was timed.
 		r.Log.Info("LoRA adapter was already registered on the engine", "adapter", a.Name)
 		r.settle(op, a, 0, nil)
+		r.amu.Lock()
 		r.announceResident()
+		r.amu.Unlock()
 		return
 	}
 	r.settle(op, a, took, err)
@@ -269,6 +275,8 @@ func (r *Residency) unload(ctx context.Context, victim uint32) error {
 	err := UnloadAdapter(ctx, r.Client, r.URL, v.Name)
 	var ae *LoRAAPIError
 	failed := err != nil && !(errors.As(err, &ae) && ae.NotFound())
+	r.amu.Lock()
+	defer r.amu.Unlock()
 	r.mu.Lock()
 	delete(r.loading, victim)
 	if failed {
@@ -289,6 +297,8 @@ func (r *Residency) unload(ctx context.Context, victim uint32) error {
 // settle ends a load: resident when err is nil, the slot free again
 // otherwise; every waiter wakes.
 func (r *Residency) settle(op *adapterLoad, a Adapter, took time.Duration, err error) {
+	r.amu.Lock()
+	defer r.amu.Unlock()
 	r.mu.Lock()
 	delete(r.loading, a.WireID)
 	r.changes++
@@ -330,7 +340,8 @@ func (r *Residency) announce(change wire.AdapterChange, loadNs uint64, a Adapter
 	}
 }
 
-// announceResident sends every rank's full residency to the routers.
+// announceResident sends every rank's full residency to the routers;
+// r.amu is held.
 func (r *Residency) announceResident() {
 	for _, m := range r.ResidentFrames() {
 		r.Announce(m.(*wire.Adapters))

@@ -26,6 +26,8 @@ func (r *Residency) Sync(ctx context.Context) error {
 		return err
 	}
 	names := ResidentAdapters(cards, r.Model)
+	r.amu.Lock()
+	defer r.amu.Unlock()
 	r.mu.Lock()
 	if r.changes != before || len(r.loading) > 0 {
 		r.mu.Unlock()
