@@ -3,36 +3,20 @@
 // package.json). Reads one JSON request on stdin:
 //   {"file": path of a tokenizer.json, or "json": its text,
 //    "encode": [{"text", "addSpecial"}], "decode": [{"ids", "skip"}],
-//    "pretokenize": [text], "bench": {"texts": {name: text}, "seconds": s}}
-// and writes {"encode": [ids], "decode": [text], "pretokenize": [[end]],
-// "bench": {name: MB/s}}. A pretokenize entry is where each piece of the
-// file's pre-tokenizer ends, in characters (code points): the file's
-// normalizer and pre-tokenizer in front of a WordLevel model that makes
-// each piece one unknown token, whose offsets are the piece's.
+//    "bench": {"texts": {name: text}, "seconds": s}}
+// and writes {"encode": [ids], "decode": [text], "bench": {name: MB/s}}.
 import fs from "node:fs";
 import { Tokenizer } from "tokenizers";
 
 const req = JSON.parse(fs.readFileSync(0, "utf8"));
 const tok = req.file ? Tokenizer.fromFile(req.file) : Tokenizer.fromString(req.json);
-const out = { encode: [], decode: [], pretokenize: [], bench: {} };
+const out = { encode: [], decode: [], bench: {} };
 for (const e of req.encode ?? []) {
   const enc = await tok.encode(e.text, null, { addSpecialTokens: !!e.addSpecial });
   out.encode.push(enc.getIds());
 }
 for (const d of req.decode ?? []) {
   out.decode.push(await tok.decode(d.ids, !!d.skip));
-}
-if (req.pretokenize) {
-  const full = req.file ? JSON.parse(fs.readFileSync(req.file, "utf8")) : JSON.parse(req.json);
-  const pre = Tokenizer.fromString(JSON.stringify({
-    version: "1.0", truncation: null, padding: null, added_tokens: [], normalizer: full.normalizer,
-    pre_tokenizer: full.pre_tokenizer, post_processor: null, decoder: null,
-    model: { type: "WordLevel", vocab: { "[UNK]": 0 }, unk_token: "[UNK]" },
-  }));
-  for (const text of req.pretokenize) {
-    const enc = await pre.encode(text, null, { addSpecialTokens: false });
-    out.pretokenize.push(enc.getOffsets().map((o) => o[1]));
-  }
 }
 if (req.bench) {
   for (const [name, text] of Object.entries(req.bench.texts)) {
