@@ -20,12 +20,12 @@ import (
 )
 
 // liveFlags are the flags a reload applies while serving: API keys, the
-// log level, the engine list and the routing weights. A change the config
+// log level, the engine list, the routing weights and the --model models. A change the config
 // file makes to any other flag is refused: logged with the flag's name,
 // the value in force kept until a restart.
 var liveFlags = map[string]bool{"api-key": true, "api-key-file": true, "log-level": true, "engine": true,
 	"prefill-rate": true, "cpu-block-cost": true, "decode-weight": true, "tie-fraction": true,
-	"report-delay": true, "max-inflight": true}
+	"report-delay": true, "max-inflight": true, "model": true}
 
 // weightFlags are the routing weights among liveFlags, in the order a
 // reload reports them.
@@ -136,6 +136,11 @@ func (r *reloader) reload(why string) (*admin.ReloadResult, error) {
 		res.Applied = append(res.Applied, "--engine")
 	}
 	res.Applied = append(res.Applied, r.applyWeights(next.weights, changed, onCommandLine)...)
+	if changed, err := r.applyModels(next.models); err != nil {
+		res.Refused = append(res.Refused, "--model")
+	} else if changed {
+		res.Applied = append(res.Applied, "--model")
+	}
 	r.log.Info("config reloaded", "trigger", why, "applied", res.Applied, "refused", res.Refused)
 	return res, nil
 }
