@@ -36,7 +36,7 @@ func (c *config) registerLoRA(fs *flag.FlagSet) {
 		c.adapters = append(c.adapters, vllm.Adapter{Name: name, WireID: id, Source: src})
 		return nil
 	})
-	fs.Func("max-loras", "the engine's adapter slots, as vLLM's --max-loras (default 1, vLLM's): the bridge keeps at most this many registered, unloading the least recently used idle one to load another, and announces residency to routers (ADAPTERS)", func(s string) error {
+	fs.Func("max-loras", "the engine's adapter slots, as vLLM's --max-loras (default: vLLM's own where its metrics at start say, vllm:lora_requests_info, else 1, vLLM's default): the bridge keeps at most this many registered, unloading the least recently used idle one to load another, and announces residency to routers (ADAPTERS)", func(s string) error {
 		var n int
 		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || n > 0xffff {
 			return fmt.Errorf("%q: want 1..65535", s)
@@ -66,10 +66,21 @@ func (c *config) residentAdapters() []vllm.Adapter {
 	return out
 }
 
-// newResidency makes the residency of the vLLM engine e, or nil.
-func (c *config) newResidency(e *vllm.Engine) *vllm.Residency {
+// newResidency makes the residency of the vLLM engine e, or nil. Without
+// --max-loras the slots are vLLM's own where its metrics at start (em, nil
+// for none) say, else vLLM's default, 1; a --max-loras other than vLLM's
+// is logged.
+func (c *config) newResidency(e *vllm.Engine, em *vllm.EngineMetrics) *vllm.Residency {
 	if !c.residencyOn() {
 		return nil
 	}
-	return vllm.NewResidency(c.engineURL, e.Client, c.model, max(c.maxLoRAs, 1), c.dpRanks, c.residentAdapters(), e.Log)
+	slots := max(c.maxLoRAs, 1)
+	switch {
+	case em == nil || em.MaxLoRAs == 0:
+	case !c.slotsSet:
+		slots = em.MaxLoRAs
+	case em.MaxLoRAs != c.maxLoRAs:
+		e.Log.Warn("--max-loras is not the engine's: the bridge keeps to the flag", "max_loras", c.maxLoRAs, "engine_max_loras", em.MaxLoRAs)
+	}
+	return vllm.NewResidency(c.engineURL, e.Client, c.model, slots, c.dpRanks, c.residentAdapters(), e.Log)
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
+	"github.com/kvgate/kvgate/dataplane/bridge/vllm/vllmtest"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -97,7 +100,7 @@ func TestTierFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := vllm.NewEngine(c.engineURL, c.model, nil, nil)
-	e.Residency = c.newResidency(e)
+	e.Residency = c.newResidency(e, nil)
 	vb := &vllmBridge{Bridge: vllm.NewBridge(e, vllm.NewTranslator(nil, c.loras), 1, 64), c: c}
 	vb.Tiers, vb.lowerTiers = c.tiers, c.tiers.Capacities(nil)
 	hs := vb.handshake()
@@ -113,6 +116,36 @@ func TestTierFlags(t *testing.T) {
 	for _, bad := range [][]string{{"--cpu-latency", "1us"}, {"--disk-bandwidth", "-1"}, {"--engine-kind", "llamacpp", "--cpu-blocks", "10"}} {
 		if _, err := parseFlags(append(append([]string{}, base...), bad...), io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestResidencySlots: without --max-loras the bridge takes vLLM's own from
+// its metrics (vllm:lora_requests_info), else vLLM's default of 1; the
+// flag wins over the engine's.
+func TestResidencySlots(t *testing.T) {
+	f, err := vllmtest.Start("m", 16, 100, vllmtest.Tagged, vllmtest.WithMaxLoRAs(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	e := vllm.NewEngine(f.URL, "m", nil, slog.New(slog.DiscardHandler))
+	m, err := vllm.ScrapeMetrics(context.Background(), e.Client, f.URL+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--engine-url", f.URL, "--model", "m", "--lora-adapter", "a=/ad/a"}
+	for _, c := range []struct {
+		args  []string
+		em    *vllm.EngineMetrics
+		slots int
+	}{{nil, m[0], 6}, {nil, nil, 1}, {[]string{"--max-loras", "2"}, m[0], 2}} {
+		cfg, err := parseFlags(append(append([]string{}, base...), c.args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := cfg.newResidency(e, c.em); r == nil || r.Slots != c.slots {
+			t.Errorf("%q with metrics %v: %+v, want %d slots", c.args, c.em != nil, r, c.slots)
 		}
 	}
 }

@@ -73,16 +73,8 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 		names[l.WireID] = l.Name
 	}
 	e.LoRAs = names
-	e.Residency = c.newResidency(e)
-	if e.Residency != nil {
-		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
-		if err := e.Residency.Sync(sctx); err != nil {
-			log.Info("the engine's adapters are not known yet; they are read again every --lora-interval", "engine", c.engineURL, "err", err)
-		}
-		scancel()
-	}
-	var startMetrics *vllm.EngineMetrics // for the GPU's and vLLM's offloading sizes
-	if capacity == 0 || c.cpuBlocks == 0 && c.blockBytes > 0 {
+	var startMetrics *vllm.EngineMetrics // for the GPU's, vLLM's offloading and adapter slot sizes
+	if capacity == 0 || c.cpuBlocks == 0 && c.blockBytes > 0 || c.residencyOn() && !c.slotsSet {
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
 		if m, err := vllm.ScrapeMetrics(sctx, e.Client, c.metricsURL); err == nil {
 			startMetrics = vllm.ExternalRankMetrics(m, first)[0]
@@ -91,6 +83,14 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 	}
 	if capacity == 0 && startMetrics != nil {
 		capacity = startMetrics.GPUBlocks
+	}
+	e.Residency = c.newResidency(e, startMetrics)
+	if e.Residency != nil {
+		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+		if err := e.Residency.Sync(sctx); err != nil {
+			log.Info("the engine's adapters are not known yet; they are read again every --lora-interval", "engine", c.engineURL, "err", err)
+		}
+		scancel()
 	}
 	t := vllm.NewTranslator(h, c.loras)
 	t.OffloadBlockSize = c.offloadBlockSize

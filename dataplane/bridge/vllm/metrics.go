@@ -35,6 +35,10 @@ type EngineMetrics struct {
 	// says they were there.
 	LMCacheCPUBytes, LMCacheDiskBytes float64
 	HasLMCache                        bool
+	// MaxLoRAs is vLLM's --max-loras as its vllm:lora_requests_info
+	// gauge says (label max_lora; set from the first step on, when the
+	// engine serves adapters), 0 if absent.
+	MaxLoRAs int
 }
 
 // ScrapeMetrics reads url (an engine's /metrics) into per-rank metrics.
@@ -144,6 +148,13 @@ func parseMetrics(r io.Reader) (map[int]*EngineMetrics, error) {
 			// 002f10e0cfa1373a19a0d2756598a34b700d20e5).
 			if g, err := strconv.ParseFloat(labels["kv_offloading_size"], 64); err == nil && g > 0 && g < 1<<40 {
 				m.OffloadGiB, m.OffloadBackend = g, labels["kv_offloading_backend"]
+			}
+		case "vllm:lora_requests_info":
+			// PrometheusStatLogger (vllm/v1/metrics/loggers.py at
+			// 005a810bc40faa25b8870fbc8559c3462581eee3): no engine label,
+			// max_lora is lora_config.max_loras.
+			if n, err := strconv.Atoi(labels["max_lora"]); err == nil && n > 0 && n <= 0xffff {
+				m.MaxLoRAs = n
 			}
 		case "lmcache:local_cache_usage", "lmcache:local_storage_usage":
 			// LMCache's PrometheusLogger (LMCache/LMCache lmcache/observability.py

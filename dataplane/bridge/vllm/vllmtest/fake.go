@@ -83,6 +83,7 @@ type options struct {
 	rank, dpSize         int // SGLang with DP attention (sglang_dp.go)
 	maxModelLen          int // the max_model_len GET /v1/models lists (0: 131072)
 	runtimeLoRA          bool
+	maxLoRAs             int
 	kvOffload            kvOffloadInfo
 	loraDelay            time.Duration
 	loraPaths            map[string]bool
@@ -132,7 +133,7 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
 		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{},
 		kvOffload: a.kvOffload,
-		lora:      loraState{paths: a.loraPaths, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
+		lora:      loraState{paths: a.loraPaths, maxLoRAs: a.maxLoRAs, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
 	if a.topic != nil {
 		f.topic, f.topicInReplay = []byte(*a.topic), true
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // completions streams max_tokens tokens (deterministic in the prompt) as
@@ -130,6 +131,10 @@ func (f *Fake) metrics(w http.ResponseWriter, _ *http.Request) {
 	}
 	fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"%d\",engine=\"0\",kv_offloading_backend=%q,kv_offloading_size=%q,num_gpu_blocks=\"%d\"} 1.0\n",
 		f.BlockSize, backend, size, f.Capacity)
+	if n := f.lora.maxLoRAs; n > 0 {
+		// PrometheusStatLogger's gauge: no engine label, the time as value.
+		fmt.Fprintf(w, "vllm:lora_requests_info{max_lora=\"%d\",running_lora_adapters=\"\",waiting_lora_adapters=\"\"} %d.0\n", n, time.Now().Unix())
+	}
 	if bb := f.kvOffload.lmcacheBlockBytes; bb > 0 {
 		f.mu.Lock()
 		cpu := len(f.offload.blocks) * bb

@@ -43,14 +43,20 @@ func WithRuntimeLoRA(delay time.Duration, paths ...string) Option {
 	}
 }
 
+// WithMaxLoRAs makes the fake's /metrics carry vLLM's
+// vllm:lora_requests_info gauge with max_lora n, as vLLM started with
+// --enable-lora --max-loras n does once it has run a step.
+func WithMaxLoRAs(n int) Option { return func(o *options) { o.maxLoRAs = n } }
+
 // loraState is the fake's adapter registry beyond WithLoRA's names: where
 // each runtime adapter came from, the id counter, the calls made.
 type loraState struct {
-	paths   map[string]bool // lora_paths that hold an adapter
-	delay   time.Duration
-	roots   map[string]string // adapter -> lora_path
-	counter int
-	calls   []LoRACall
+	paths    map[string]bool // lora_paths that hold an adapter
+	delay    time.Duration
+	maxLoRAs int               // vllm:lora_requests_info's max_lora (0: no gauge)
+	roots    map[string]string // adapter -> lora_path
+	counter  int
+	calls    []LoRACall
 }
 
 // loraRoutes serves the adapter API when runtime updating is on, and
