@@ -12,6 +12,13 @@
 // or removing an engine bumps a per-slot generation (O(1)); stale entries are
 // removed by Sweep and when their shard grows.
 //
+// A hybrid engine (EngineConfig.Groups: full attention, sliding window,
+// Mamba) takes one slot per KV cache group of each rank, behind the rank's
+// own: engines name no group in a block hash, so one hash held by two
+// groups is two entries. Match walks those slots with the rest and gives
+// the rank the hit its engine's coordinator computes (hybrid.go); a model
+// with one cache is matched as before, by its leading run.
+//
 // # Concurrency
 //
 // One sync.RWMutex (Index.mu) owns every shard, the slot table, the engine
