@@ -36,7 +36,7 @@ var metricsExpositions = []struct {
 		0: {Running: 7, Waiting: 2, KVUsage: 0.4187, GPUBlocks: 27386},
 		1: {Running: 5, Waiting: 0, KVUsage: 0.2503, GPUBlocks: 27412},
 	}},
-	{"vllm-v0.txt", map[int]EngineMetrics{0: {Running: 3, Waiting: 1, KVUsage: 0.0731, GPUBlocks: 8940}}},
+	{"vllm-v0.txt", map[int]EngineMetrics{0: {Running: 3, Waiting: 1, KVUsage: 0.0731, GPUBlocks: 8940, MaxLoRAs: 1}}}, // its vllm:lora_requests_info says max_lora="1"
 	{"sglang.txt", map[int]EngineMetrics{0: {Running: 4, Waiting: 6, KVUsage: 0.61, GPUTokens: 144870}}},
 	// Two DP-attention ranks of two TP ranks each, every scheduler
 	// exporting: each rank's figures are its first TP rank's (0 and 2),
@@ -172,7 +172,7 @@ func equalMetrics(a, b map[int]*EngineMetrics) bool {
 		if y == nil || !sameFloat(x.Running, y.Running) || !sameFloat(x.Waiting, y.Waiting) ||
 			!sameFloat(x.KVUsage, y.KVUsage) || x.GPUBlocks != y.GPUBlocks || x.GPUTokens != y.GPUTokens ||
 			x.OffloadGiB != y.OffloadGiB || x.OffloadBackend != y.OffloadBackend || x.HasLMCache != y.HasLMCache ||
-			x.LMCacheCPUBytes != y.LMCacheCPUBytes || x.LMCacheDiskBytes != y.LMCacheDiskBytes {
+			x.LMCacheCPUBytes != y.LMCacheCPUBytes || x.LMCacheDiskBytes != y.LMCacheDiskBytes || x.MaxLoRAs != y.MaxLoRAs {
 			return false
 		}
 	}
@@ -198,6 +198,9 @@ func renderMetrics(m map[int]*EngineMetrics) string {
 		}
 		fmt.Fprintf(&b, "vllm:cache_config_info{block_size=\"16\",engine=\"%d\",kv_offloading_backend=\"%s\",kv_offloading_size=\"%s\",num_gpu_blocks=\"%d\"} 1.0\n",
 			r, labelEscaper.Replace(em.OffloadBackend), size, em.GPUBlocks)
+		if em.MaxLoRAs > 0 {
+			fmt.Fprintf(&b, "vllm:lora_requests_info{engine=\"%d\",max_lora=\"%d\",running_lora_adapters=\"\",waiting_lora_adapters=\"\"} 1.7e9\n", r, em.MaxLoRAs)
+		}
 		if em.HasLMCache {
 			fmt.Fprintf(&b, "lmcache:local_cache_usage{engine=\"%d\",worker_id=\"0\"} %s\n", r, promFloat(em.LMCacheCPUBytes))
 			fmt.Fprintf(&b, "lmcache:local_storage_usage{engine=\"%d\",worker_id=\"0\"} %s\n", r, promFloat(em.LMCacheDiskBytes))
