@@ -20,7 +20,7 @@ const (
 	// GenTrace: the trace section follows (Trace, trace.go; only to
 	// engines with FeatureTrace).
 	GenTrace   GenerateFlags = 1 << 4
-	genDefined               = GenIgnoreEOS | GenHasSeed | GenWantText | GenSampling | GenTrace
+	genDefined               = GenIgnoreEOS | GenHasSeed | GenWantText | GenSampling | GenTrace | GenHandoff // GenHandoff: disagg.go
 )
 
 // AnyRank in Generate.DPRank lets the engine pick the data-parallel rank.
@@ -74,6 +74,7 @@ func MMItemsOf(items []MMItem) MMItems {
 //	| kv_transfer: u32 n, bytes | guided: u32 n, bytes | prompt: u32 n, u32 x n |
 //	| sampling (flag GenSampling only): see Sampling |
 //	| trace (flag GenTrace only): see Trace |
+//	| hand-off (flag GenHandoff only): see Handoff (disagg.go) |
 type Generate struct {
 	RequestID   []byte
 	Model       []byte
@@ -101,6 +102,8 @@ type Generate struct {
 	Sampling Sampling
 	// Trace is the W3C trace context, sent when Flags has GenTrace.
 	Trace Trace
+	// Handoff is the prefill/decode hand-off section, sent when Flags has GenHandoff.
+	Handoff Handoff
 }
 
 // Type implements Message.
@@ -136,6 +139,9 @@ func (m *Generate) AppendPayload(dst []byte) ([]byte, error) {
 	if m.Flags&GenTrace != 0 {
 		m.Trace.append(&e)
 	}
+	if m.Flags&GenHandoff != 0 {
+		m.Handoff.append(&e)
+	}
 	return e.b, e.err
 }
 
@@ -170,6 +176,10 @@ func (m *Generate) Decode(p []byte, lim *Limits) error {
 	if m.Flags&GenTrace != 0 {
 		m.Trace.decode(&c)
 	}
+	m.Handoff = Handoff{}
+	if m.Flags&GenHandoff != 0 {
+		m.Handoff.decode(&c)
+	}
 	if err := c.done("GENERATE"); err != nil {
 		return err
 	}
@@ -197,6 +207,11 @@ func (m *Generate) validate() error {
 			return fmt.Errorf("decoding GENERATE: %w", err)
 		}
 	}
+	if m.Flags&GenHandoff != 0 {
+		if err := m.Handoff.validate(len(m.KVTransfer)); err != nil {
+			return fmt.Errorf("decoding GENERATE: %w", err)
+		}
+	}
 	for i := range m.MMItems.Len() {
 		it := m.MMItems.At(i)
 		if uint64(it.Offset)+uint64(it.Length) > uint64(m.Prompt.Len()) {
@@ -216,6 +231,9 @@ func (m *Generate) PayloadSize() int {
 	}
 	if m.Flags&GenTrace != 0 {
 		n += m.Trace.size()
+	}
+	if m.Flags&GenHandoff != 0 {
+		n += m.Handoff.size()
 	}
 	return n
 }

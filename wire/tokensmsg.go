@@ -9,7 +9,7 @@ type TokensFlags uint8
 const (
 	TokFirst   TokensFlags = 1 << 0 // first frame of the stream: CachedTokens is valid
 	TokLast    TokensFlags = 1 << 1 // last frame: Finish and usage are valid
-	tokDefined             = TokFirst | TokLast | TokLogprobs | TokTextSpans
+	tokDefined             = TokFirst | TokLast | TokLogprobs | TokTextSpans | TokHandoff
 )
 
 // FinishReason says why generation ended.
@@ -43,6 +43,7 @@ func (f FinishReason) String() string {
 //	| tokens: u32 n, u32 x n | text: u32 n, bytes |
 //	| text ends (flag TokTextSpans only): u32 n, u32 x n |
 //	| logprobs (flag TokLogprobs only): see Logprobs |
+//	| kv_transfer (flag TokHandoff only): u32 n, bytes (disagg.go) |
 //
 // Without FeatureTokenBatch a frame holds one decode step's tokens; with
 // it, several steps' (tokens_batch.go).
@@ -61,6 +62,9 @@ type TokensMsg struct {
 	TextEnds TextEnds
 	// Logprobs (flag TokLogprobs) are Tokens' logprobs, one entry each.
 	Logprobs Logprobs
+	// KVTransfer (flag TokHandoff) is the prefill engine's opaque transfer
+	// parameters, for the decode GENERATE's kv_transfer.
+	KVTransfer []byte
 }
 
 // Type implements Message.
@@ -89,6 +93,9 @@ func (m *TokensMsg) AppendPayload(dst []byte) ([]byte, error) {
 	if m.Flags&TokLogprobs != 0 {
 		m.Logprobs.append(&e, m.Tokens.Len())
 	}
+	if m.Flags&TokHandoff != 0 {
+		m.appendKVTransfer(&e)
+	}
 	return e.b, e.err
 }
 
@@ -111,6 +118,10 @@ func (m *TokensMsg) Decode(p []byte, lim *Limits) error {
 	m.Logprobs = Logprobs{}
 	if m.Flags&TokLogprobs != 0 {
 		m.Logprobs = decodeLogprobs(&c, m.Tokens.Len())
+	}
+	m.KVTransfer = nil
+	if m.Flags&TokHandoff != 0 {
+		m.decodeKVTransfer(&c)
 	}
 	if err := c.done("TOKENS"); err != nil {
 		return err
