@@ -88,7 +88,10 @@ func (w *Writer) Flush() error {
 	w.flushing = true
 	for w.err == nil && len(w.pending) > 0 {
 		buf := w.pending
-		w.pending = w.spare[:0]
+		// spare is pending's array now: forget it, or a buffer too large
+		// to keep (below) would leave spare naming the array that the
+		// next round writes while senders append to it.
+		w.pending, w.spare = w.spare[:0], nil
 		w.mu.Unlock()
 		_, err := w.w.Write(buf)
 		w.mu.Lock()
