@@ -29,11 +29,18 @@ func TestBridgeLoadsLoRAOnVLLM(t *testing.T) {
 	line := br.waitLog(t, "bridge serving")
 	_, base := startKvgate(t, "--engine", line["addr"].(string))
 	waitReady(t, base)
+	bridgeAdmin := "http://" + line["admin"].(string)
 	for _, m := range []string{"a", "b", "a", "c"} {
 		resp, body := post(t, base+"/v1/completions", map[string]any{"model": m, "prompt": strings.Repeat("the adapter prompt ", 20), "max_tokens": 3})
 		if resp.StatusCode != 200 {
 			t.Fatalf("adapter %s: %d %s", m, resp.StatusCode, body)
 		}
+		checkFor(t, 20*time.Second, 5*time.Millisecond, func() error { // the response ends before the bridge's hold on the adapter
+			if v := strings.TrimSpace(metricValue(bridgeAdmin, "kvgate_bridge_lora_in_use ")); v != "0" {
+				return fmt.Errorf("%q requests hold an adapter", v)
+			}
+			return nil
+		})
 	}
 	var calls []string
 	for _, c := range f.LoRACalls() {

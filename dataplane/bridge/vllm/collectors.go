@@ -42,6 +42,8 @@ func residencyCollectors(r *Residency) []prometheus.Collector {
 		counter("lora_load_failures_total", "Adapter loads the engine refused or that failed.", stat(func(s ResidencyStats) float64 { return float64(s.Failures) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvgate_bridge_lora_resident", Help: "Adapters of the bridge's resident on the engine."},
 			stat(func(s ResidencyStats) float64 { return float64(s.Resident) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvgate_bridge_lora_in_use", Help: "Requests holding a resident adapter."},
+			stat(func(s ResidencyStats) float64 { return float64(s.InUse) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvgate_bridge_lora_waiting", Help: "Requests waiting for an adapter slot (every resident adapter in use)."},
 			stat(func(s ResidencyStats) float64 { return float64(s.Waiting) })),
 	}

@@ -155,7 +155,11 @@ func (e *Engine) post(ctx context.Context, k serve.Key, path string, body any, r
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		e.Out.Fail(k, bridgeutil.CodeOfStatus(resp.StatusCode), fmt.Sprintf("engine answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
+		code := bridgeutil.CodeOfStatus(resp.StatusCode)
+		if cr, ok := body.(*completionRequest); ok && resp.StatusCode == http.StatusNotFound && e.Residency != nil && e.Residency.Vanished(cr.Model) {
+			code = wire.CodeOverloaded // the adapter is gone (an engine restart): the router re-routes, a load follows
+		}
+		e.Out.Fail(k, code, fmt.Sprintf("engine answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
 		return nil, false
 	}
 	return resp, true

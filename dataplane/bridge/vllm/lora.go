@@ -102,9 +102,10 @@ type adapterLoad struct {
 type ResidencyStats struct {
 	Loads, Evictions, Failures uint64
 	LoadTime                   time.Duration // all loads together
-	// Resident is the adapters resident now, Waiting the requests waiting
-	// for a slot (every resident adapter in use).
-	Resident, Waiting int
+	// Resident is the adapters resident now, InUse the requests holding
+	// one, Waiting the requests waiting for a slot (every resident adapter
+	// in use).
+	Resident, InUse, Waiting int
 }
 
 // NewResidency returns the residency of adapters on the engine at url
@@ -196,8 +197,7 @@ func (r *Residency) Release(id uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s := r.resident[id]; s != nil && s.users > 0 {
-		r.tick++
-		s.users, s.lastUse = s.users-1, r.tick
+		s.users-- // lastUse stays the request's start: adapters age by when they were asked for
 		if s.users == 0 {
 			r.signal()
 		}
@@ -375,6 +375,9 @@ func (r *Residency) Stats() ResidencyStats {
 	defer r.mu.Unlock()
 	s := r.stats
 	s.Resident, s.Waiting = len(r.resident), r.waiting
+	for _, a := range r.resident {
+		s.InUse += a.users
+	}
 	return s
 }
 

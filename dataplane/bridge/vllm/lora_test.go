@@ -154,6 +154,17 @@ func (r *loraRig) generate(t *testing.T, stream, lora uint32) (toks []uint32, e 
 	return toks, e
 }
 
+// idle waits until no request holds an adapter.
+func (r *loraRig) idle(t *testing.T) {
+	t.Helper()
+	checkFor(t, 20*time.Second, time.Millisecond, func() error {
+		if n := r.res.Stats().InUse; n != 0 {
+			return fmt.Errorf("%d requests hold an adapter", n)
+		}
+		return nil
+	})
+}
+
 // checkAdapters checks one ADAPTERS frame field by field.
 func checkAdapters(t *testing.T, m wire.Adapters, change wire.AdapterChange, slots uint16, loras ...wire.LoRA) {
 	t.Helper()
@@ -187,6 +198,7 @@ func TestAdaptersLoadedOnDemand(t *testing.T) {
 		if toks, e := rig.generate(t, uint32(2*i+1), lora); e != nil || len(toks) != 2 {
 			t.Fatalf("request for adapter %d: tokens %v, error %+v", lora, toks, e)
 		}
+		rig.idle(t) // the stream's end comes before its hold ends
 	}
 	got := rig.waitAdapters(t, 5)
 	checkAdapters(t, got[1], wire.AdaptersLoaded, 2, a)
@@ -387,5 +399,30 @@ func TestAdaptersStaticPinned(t *testing.T) {
 	}
 	if calls := rig.fake.LoRACalls(); len(calls) != 0 || !rig.fake.Registered("static") {
 		t.Fatalf("adapter calls %+v, static registered %v", calls, rig.fake.Registered("static"))
+	}
+}
+
+// TestAdaptersVanished: the engine lost an adapter the bridge held (a
+// restart its events have not shown yet): the request vLLM answers 404 ends
+// OVERLOADED, which routers re-route, the residency is announced without
+// the adapter, and the next request loads it again.
+func TestAdaptersVanished(t *testing.T) {
+	rig := startLoRARig(t, 2, vllmtest.WithRuntimeLoRA(loadDelay, "/ad/a"))
+	if toks, e := rig.generate(t, 1, 1); e != nil || len(toks) != 2 {
+		t.Fatalf("tokens %v error %+v", toks, e)
+	}
+	checkAdapters(t, rig.waitAdapters(t, 1)[0], wire.AdaptersLoaded, 2, wire.LoRA{ID: 1, Name: "a"})
+	rig.fake.UnregisterAll()
+	if _, e := rig.generate(t, 3, 1); e == nil || e.Code != wire.CodeOverloaded || !strings.Contains(string(e.Message), "does not exist") {
+		t.Fatalf("request for a lost adapter ended with %+v", e)
+	}
+	checkAdapters(t, rig.waitAdapters(t, 2)[1], wire.AdaptersResident, 2)
+	if toks, e := rig.generate(t, 5, 1); e != nil || len(toks) != 2 {
+		t.Fatalf("after the loss: tokens %v error %+v", toks, e)
+	}
+	checkAdapters(t, rig.waitAdapters(t, 3)[2], wire.AdaptersLoaded, 2, wire.LoRA{ID: 1, Name: "a"})
+	// A 404 for an adapter the bridge did not hold is the request's own.
+	if rig.res.Vanished("b") || rig.res.Vanished("nope") {
+		t.Fatal("Vanished of an adapter not held")
 	}
 }

@@ -65,6 +65,30 @@ func (r *Residency) Sync(ctx context.Context) error {
 	return nil
 }
 
+// Vanished takes note that the engine answered a request for adapter
+// name as a model it does not serve (404) although the residency held it:
+// the engine lost it (a restart the events did not show yet). It forgets
+// the adapter, announces every rank's residency, and reports whether it
+// held it; the next request for it loads it again.
+func (r *Residency) Vanished(name string) bool {
+	r.amu.Lock()
+	defer r.amu.Unlock()
+	r.mu.Lock()
+	id, ok := r.byName[name]
+	held := ok && r.resident[id] != nil && r.byID[id].Source != ""
+	if held {
+		delete(r.resident, id)
+		r.changes++
+		r.signal()
+	}
+	r.mu.Unlock()
+	if held {
+		r.Log.Warn("LoRA adapter no longer registered on the engine; loading it again on its next request", "adapter", name)
+		r.announceResident()
+	}
+	return held
+}
+
 // Poll runs Sync every interval until ctx ends.
 func (r *Residency) Poll(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
