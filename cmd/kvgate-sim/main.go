@@ -102,6 +102,10 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", wire.DefaultHandshakeTimeout, "a router that has not finished its handshake in this long is disconnected")
 	fs.IntVar(&cfg.MaxHandshakes, "max-handshakes", wire.DefaultMaxHandshakes, "routers held before their handshake completes; at the bound the oldest is disconnected")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	role := fs.String("role", "both", "part in disaggregated serving: prefill, decode or both (wire/PROTOCOL.md 6.10)")
+	cfg.Rank.Disagg.Link = sim.DefaultKVLink
+	fs.Float64Var(&cfg.Rank.Disagg.Link.GBps, "kv-link-bandwidth", sim.DefaultKVLink.GBps, "GB/s of the link KV arrives over from prefill engines (--role decode; default: a 200 Gb/s RDMA NIC)")
+	fs.DurationVar(&cfg.Rank.Disagg.Link.Latency, "kv-link-latency", sim.DefaultKVLink.Latency, "latency of one KV transfer from a prefill engine")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kvgate-sim [flags]\n\nA simulated inference engine serving the kvgate wire protocol.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -117,6 +121,9 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	var err error
 	if cfg.Rank.HashSeed, err = strconv.ParseUint(*seed, 0, 64); err != nil {
 		return cfg, "", 0, fmt.Errorf("--hash-seed: %w", err)
+	}
+	if cfg.Rank.Disagg.Role, err = wire.ParseEngineRole(*role); err != nil {
+		return cfg, "", 0, fmt.Errorf("--role: %w", err)
 	}
 	if cfg.Rank.Profile, err = sim.LoadProfile(*profile); err != nil {
 		return cfg, "", 0, err

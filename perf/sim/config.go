@@ -125,6 +125,8 @@ type RankConfig struct {
 	// Tools, when set, answers prompts that offer tools with tool calls
 	// (toolcall.go); nil generates as ever.
 	Tools *ToolCalls
+	// Disagg is the rank's part in disaggregated serving (disagg.go).
+	Disagg Disagg
 }
 
 // Validate reports settings the scheduler cannot run with.
@@ -153,6 +155,7 @@ func (c *RankConfig) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, c.Disagg.validate(len(c.Profile.Groups))) // disagg.go
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}

@@ -44,6 +44,8 @@ type Core struct {
 type CoreStats struct {
 	Steps, PrefillTokens, CachedTokens, PromptTokens, GeneratedTokens, Preemptions, CPULoads, DiskLoads int
 	Busy                                                                                                time.Duration
+	// TransferredBlocks are the KV blocks received from prefill engines (disagg.go).
+	TransferredBlocks int
 }
 
 // NewCore returns an idle rank.

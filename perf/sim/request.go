@@ -39,6 +39,8 @@ type Request struct {
 	// loading is how long until the blocks it loads from lower tiers are
 	// on the GPU; it is not computed before.
 	loading time.Duration
+	// handoff is its part of a prefill/decode hand-off, nil: none (disagg.go).
+	handoff *handoff
 }
 
 // RequestKey identifies a request to whoever submitted it.
@@ -99,6 +101,9 @@ type Output struct {
 	// for logprobs).
 	Logprob    wire.LogprobEntry
 	HasLogprob bool
+	// Handoff, on a prefill-side request's first token, are the transfer
+	// parameters it hands over (TOKENS flag HANDOFF, disagg.go).
+	Handoff []byte
 }
 
 // traceparentOf is the traceparent of g's trace section, "" without one.

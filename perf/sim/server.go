@@ -27,6 +27,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	open map[serve.Key]int // running request -> rank
+	// parked are the prefill-side requests that may hand off (disagg_server.go).
+	parked map[serve.Key]parkedReq
 	// loras are the ranks' adapter slots (Config.MaxLoRAs > 0 only).
 	loras []*rankLoRA
 	// out carries the ranks' outputs to the writer (tokens.go).
@@ -100,7 +102,7 @@ func (s *Server) handshake() wire.Handshake {
 	h := wire.Handshake{
 		Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained, ID: s.cfg.ID,
 		Features: wire.FeatureSnapshot | wire.FeatureLoadRequest | wire.FeatureMultimodal | wire.FeatureS2 | wire.FeatureZstd |
-			wire.FeatureSampling | wire.FeatureTrace | wire.FeatureTokenBatch,
+			wire.FeatureSampling | wire.FeatureTrace | wire.FeatureTokenBatch | rc.Disagg.Role.Features(),
 		BlockSize: uint32(rc.BlockSize), MaxBatchedTokens: uint32(rc.MaxBatchedTokens), HashSeed: rc.HashSeed,
 		DPRanks: uint16(s.cfg.DPRanks), Models: []string{rc.Model}, LoRAs: s.cfg.LoRAs,
 		Tiers: rc.Capacities(), TierCosts: rc.TierCosts(), MaxModelLen: uint32(rc.MaxModelLen),
@@ -140,6 +142,11 @@ func (b backend) Generate(k serve.Key, g *wire.Generate) error {
 		Seed: g.Seed, HasSeed: g.Flags&wire.GenHasSeed != 0, RequestID: string(g.RequestID), Sampling: SamplingOf(g),
 		Traceparent: traceparentOf(g),
 	}, keysOf(g))
+	var err error
+	if req.handoff, err = s.handoffOf(k, g, req.tokens, s.ranks[r]); err != nil { // disagg_server.go
+		return err
+	}
+	s.noteHandoff(k, req, g)
 	if req.Params.Traceparent != "" {
 		s.log.Debug("traced request", "request", req.Params.RequestID, "traceparent", req.Params.Traceparent)
 	}
@@ -151,10 +158,11 @@ func (b backend) Generate(k serve.Key, g *wire.Generate) error {
 	}
 	rk := s.ranks[r]
 	rk.mu.Lock()
-	err := rk.core.Add(req)
+	err = rk.core.Add(req)
 	rk.mu.Unlock()
 	if err != nil {
 		s.releaseLoRA(k)
+		s.forgetHandoff(k)
 		s.mu.Lock()
 		delete(s.open, k)
 		s.mu.Unlock()
@@ -246,7 +254,7 @@ func (s *Server) pickRank(want uint16) int {
 
 // deliver queues a step's outputs for the writer (tokens.go's outbox);
 // the rank waits while its writer is maxStepsAhead steps behind.
-func (s *Server) deliver(outs []Output) { s.out.add(outs, true) }
+func (s *Server) deliver(outs []Output) { s.armHandoffs(outs); s.out.add(outs, true) }
 
 // writeTokens sends the outputs the outbox holds until the server stops:
 // to a router that batches, each stream's tokens of all the pending steps
@@ -273,6 +281,7 @@ func (s *Server) writeTokens() {
 				delete(s.open, serve.Key(o.Key))
 				s.mu.Unlock()
 				s.releaseLoRA(serve.Key(o.Key))
+				s.forgetHandoff(serve.Key(o.Key))
 			}
 		}
 		s.out.sent(outs)

@@ -61,7 +61,7 @@ func (c *Core) Step() StepResult {
 		for t, n := range loads {
 			res.Loads[t] += n
 		}
-		if r.loading = c.startLoads(&loads); r.loading > 0 {
+		if r.loading = max(c.startLoads(&loads), c.startTransfer(r)); r.loading > 0 { // startTransfer: disagg.go
 			continue // computes once its blocks are up; the batch goes on meanwhile
 		}
 		n := min(r.target-r.computed, budget)
@@ -134,6 +134,7 @@ func (c *Core) admit(r *Request, budget int, loads *[kvstore.NumTiers]int) bool 
 		loaded[tier]++
 		c.blocks.raise(tier, h)
 	}
+	c.takeTransfer(r, limit) // disagg.go: a decode side's blocks from its prefill engine
 	r.computed = len(r.table) * bs
 	n := min(r.target-r.computed, budget)
 	if !c.ensureBlocks(r, r.computed+n) {
@@ -244,6 +245,8 @@ func (c *Core) advance(r *Request, n int) (Output, bool) {
 	if reason != wire.FinishNone {
 		last := c.finish(r, reason)
 		out.Finish, out.PromptTokens, out.CompletionTokens = reason, last.PromptTokens, last.CompletionTokens
+	} else if r.handoff != nil && r.handoff.side == wire.HandoffPrefill {
+		c.park(r, &out) // disagg.go
 	}
 	return out, true
 }

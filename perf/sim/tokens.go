@@ -205,6 +205,10 @@ func (fb *frameBuilder) frame(outs []Output, idx []int, hasLP bool) serve.Tokens
 			t.Msg.Flags |= wire.TokFirst
 			t.Msg.CachedTokens = uint32(o.Cached)
 		}
+		if o.Handoff != nil { // disagg.go
+			t.Msg.Flags |= wire.TokHandoff
+			t.Msg.KVTransfer = o.Handoff
+		}
 		if o.Finish != wire.FinishNone {
 			t.Msg.Flags |= wire.TokLast
 			t.Msg.Finish = o.Finish
