@@ -61,26 +61,13 @@ func (x *Extras) set(field string) {
 // min_tokens, n is the request's choices.
 func (f *extraFields) extras(k Kind, maxTokens uint32, n int) (Extras, *Error) {
 	var x Extras
-	penalty := func(field string, v *float64, lo, hi float64, dst *float32, off float64) *Error {
-		if v == nil {
-			return nil
-		}
-		if !(*v >= lo && *v <= hi) || (field == "repetition_penalty" && *v == 0) {
-			return BadRequest(field, fmt.Sprintf("%s must be between %g and %g", field, lo, hi))
-		}
-		*dst = float32(*v)
-		if *v != off {
-			x.set(field)
-		}
-		return nil
-	}
-	if e := penalty("presence_penalty", f.PresencePenalty, -2, 2, &x.PresencePenalty, 0); e != nil {
+	if e := x.penalty("presence_penalty", f.PresencePenalty, -2, 2, &x.PresencePenalty, 0); e != nil {
 		return x, e
 	}
-	if e := penalty("frequency_penalty", f.FrequencyPenalty, -2, 2, &x.FrequencyPenalty, 0); e != nil {
+	if e := x.penalty("frequency_penalty", f.FrequencyPenalty, -2, 2, &x.FrequencyPenalty, 0); e != nil {
 		return x, e
 	}
-	if e := penalty("repetition_penalty", f.RepetitionPenalty, 0, 2, &x.RepetitionPenalty, 1); e != nil {
+	if e := x.penalty("repetition_penalty", f.RepetitionPenalty, 0, 2, &x.RepetitionPenalty, 1); e != nil {
 		return x, e
 	}
 	if e := x.logitBias(f.LogitBias); e != nil {
@@ -101,6 +88,22 @@ func (f *extraFields) extras(k Kind, maxTokens uint32, n int) (Extras, *Error) {
 		return x, BadRequest("best_of", fmt.Sprintf("best_of must equal n (%d): choosing the best of more completions than are returned is not supported", n))
 	}
 	return x, nil
+}
+
+// penalty range-checks a penalty v (nil: not given) into dst; one other
+// than off needs the extras.
+func (x *Extras) penalty(field string, v *float64, lo, hi float64, dst *float32, off float64) *Error {
+	if v == nil {
+		return nil
+	}
+	if !(*v >= lo && *v <= hi) || (field == "repetition_penalty" && *v == 0) {
+		return BadRequest(field, fmt.Sprintf("%s must be between %g and %g", field, lo, hi))
+	}
+	*dst = float32(*v)
+	if *v != off {
+		x.set(field)
+	}
+	return nil
 }
 
 func (x *Extras) logitBias(m map[string]float64) *Error {

@@ -15,13 +15,8 @@ const (
 
 // DecodeCompletion decodes a POST /v1/completions body.
 func DecodeCompletion(body []byte, check ModelCheck) (*Request, *Error) {
-	var b struct {
-		sampling
-		Prompt json.RawMessage `json:"prompt"`
-		Echo   bool            `json:"echo"`
-		Suffix *string         `json:"suffix"`
-	}
-	if e := decodeJSON(body, &b); e != nil {
+	var b completionBody
+	if e := decodeBody(body, &b); e != nil {
 		return nil, e
 	}
 	r, e := b.sampling.request(Completion, defaultCompletionTokens, check)
@@ -48,6 +43,13 @@ func decodePrompt(raw json.RawMessage) (Prompt, *Error) {
 		return Prompt{}, BadRequest("prompt", "field \"prompt\" is required")
 	}
 	var s string
+	if raw[0] == '"' && fastString(raw, &s) {
+		return Prompt{Text: s}, nil
+	}
+	var ids []uint32
+	if raw[0] == '[' && fastUint32s(raw, &ids) && len(ids) > 0 { // what the list of ids below reads
+		return Prompt{IDs: ids, IsIDs: true}, nil
+	}
 	if json.Unmarshal(raw, &s) == nil {
 		return Prompt{Text: s}, nil
 	}
@@ -58,7 +60,6 @@ func decodePrompt(raw json.RawMessage) (Prompt, *Error) {
 		}
 		return Prompt{Text: ss[0]}, nil
 	}
-	var ids []uint32
 	if json.Unmarshal(raw, &ids) == nil {
 		return Prompt{IDs: ids, IsIDs: true}, nil
 	}
@@ -71,16 +72,8 @@ func decodePrompt(raw json.RawMessage) (Prompt, *Error) {
 
 // DecodeChat decodes a POST /v1/chat/completions body.
 func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
-	var b struct {
-		sampling
-		Messages            json.RawMessage            `json:"messages"`
-		Tools               json.RawMessage            `json:"tools"`
-		ToolChoice          json.RawMessage            `json:"tool_choice"`
-		ResponseFormat      json.RawMessage            `json:"response_format"`
-		ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
-		AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
-	}
-	if e := decodeJSON(body, &b); e != nil {
+	var b chatBody
+	if e := decodeBody(body, &b); e != nil {
 		return nil, e
 	}
 	r, e := b.sampling.request(Chat, defaultChatTokens, check)

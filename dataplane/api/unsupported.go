@@ -32,35 +32,38 @@ type unsupportedFields struct {
 	SpacesBetweenSpecialTok json.RawMessage `json:"spaces_between_special_tokens"`
 }
 
+// unsupportedDefaults are the unsupported fields in the order refuse
+// checks them, each with the values that mean "not used".
+var unsupportedDefaults = []struct {
+	name string
+	def  []string
+}{
+	{"min_p", []string{"0", "0.0"}},
+	{"prompt_logprobs", nil},
+	{"use_beam_search", []string{"false"}},
+	{"allowed_token_ids", []string{"[]"}},
+	{"bad_words", []string{"[]"}},
+	{"include_stop_str_in_output", []string{"false"}},
+	{"skip_special_tokens", []string{"true"}},
+	{"spaces_between_special_tokens", []string{"true"}},
+	{"truncate_prompt_tokens", nil},
+	{"functions", []string{"[]"}},
+	{"function_call", nil},
+	{"audio", nil},
+	{"web_search_options", nil},
+	{"logits_processors", []string{"[]"}},
+	{"structured_outputs", nil},
+	{"guided_json", nil},
+	{"guided_regex", nil},
+	{"guided_choice", nil},
+	{"continue_final_message", []string{"false"}},
+}
+
 // refuse answers 400 naming the first field set to other than its
 // default (null counts as unset everywhere).
 func (f *unsupportedFields) refuse() *Error {
-	for _, c := range []struct {
-		name string
-		raw  json.RawMessage
-		def  []string // the values that mean "not used"
-	}{
-		{"min_p", f.MinP, []string{"0", "0.0"}},
-		{"prompt_logprobs", f.PromptLogprobs, nil},
-		{"use_beam_search", f.UseBeamSearch, []string{"false"}},
-		{"allowed_token_ids", f.AllowedTokenIDs, []string{"[]"}},
-		{"bad_words", f.BadWords, []string{"[]"}},
-		{"include_stop_str_in_output", f.IncludeStopStrInOutput, []string{"false"}},
-		{"skip_special_tokens", f.SkipSpecialTokens, []string{"true"}},
-		{"spaces_between_special_tokens", f.SpacesBetweenSpecialTok, []string{"true"}},
-		{"truncate_prompt_tokens", f.TruncatePromptTokens, nil},
-		{"functions", f.Functions, []string{"[]"}},
-		{"function_call", f.FunctionCall, nil},
-		{"audio", f.Audio, nil},
-		{"web_search_options", f.WebSearchOptions, nil},
-		{"logits_processors", f.LogitsProcessors, []string{"[]"}},
-		{"structured_outputs", f.StructuredOutputs, nil},
-		{"guided_json", f.GuidedJSON, nil},
-		{"guided_regex", f.GuidedRegex, nil},
-		{"guided_choice", f.GuidedChoice, nil},
-		{"continue_final_message", f.ContinueFinalMessage, []string{"false"}},
-	} {
-		if isDefault(c.raw, c.def) {
+	for _, c := range unsupportedDefaults {
+		if isDefault(*f.slot(c.name), c.def) {
 			continue
 		}
 		return BadRequest(c.name, fmt.Sprintf("%s is not supported here (only its default, or leaving it out, is accepted)", c.name))
@@ -85,4 +88,50 @@ func isDefault(raw json.RawMessage, def []string) bool {
 		}
 	}
 	return false
+}
+
+// slot is the field that stores key, nil for a key not here (the fast
+// decoder's lookup, decode_fields.go).
+func (f *unsupportedFields) slot(key string) *json.RawMessage {
+	switch key {
+	case "min_p":
+		return &f.MinP
+	case "prompt_logprobs":
+		return &f.PromptLogprobs
+	case "use_beam_search":
+		return &f.UseBeamSearch
+	case "allowed_token_ids":
+		return &f.AllowedTokenIDs
+	case "bad_words":
+		return &f.BadWords
+	case "include_stop_str_in_output":
+		return &f.IncludeStopStrInOutput
+	case "skip_special_tokens":
+		return &f.SkipSpecialTokens
+	case "truncate_prompt_tokens":
+		return &f.TruncatePromptTokens
+	case "functions":
+		return &f.Functions
+	case "function_call":
+		return &f.FunctionCall
+	case "audio":
+		return &f.Audio
+	case "web_search_options":
+		return &f.WebSearchOptions
+	case "logits_processors":
+		return &f.LogitsProcessors
+	case "structured_outputs":
+		return &f.StructuredOutputs
+	case "guided_json":
+		return &f.GuidedJSON
+	case "guided_regex":
+		return &f.GuidedRegex
+	case "guided_choice":
+		return &f.GuidedChoice
+	case "continue_final_message":
+		return &f.ContinueFinalMessage
+	case "spaces_between_special_tokens":
+		return &f.SpacesBetweenSpecialTok
+	}
+	return nil
 }

@@ -1,0 +1,197 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// fastBody is a request body struct the walker can fill (decode_scan.go):
+// field stores one member as encoding/json would, or returns false.
+type fastBody interface {
+	field(key, v []byte) bool
+}
+
+// decodeBody fills b from body: by the walker when body is plain, else
+// (b zeroed again) by encoding/json, whose errors are the API's.
+func decodeBody[T any, P interface {
+	*T
+	fastBody
+}](body []byte, b P) *Error {
+	if walkObject(body, b.field) {
+		return nil
+	}
+	*b = *new(T)
+	return decodeJSON(body, b)
+}
+
+// jsonKeys are the member names encoding/json matches to type t's
+// fields, embedded structs' included. An unknown key is ignored by both
+// decoders, but encoding/json matches keys case-insensitively, so a key
+// that is not one of these but folds to one goes to encoding/json.
+func jsonKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+				continue
+			}
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			keys[strings.ToLower(name)] = true
+		}
+	}
+	walk(t)
+	return keys
+}
+
+// ignorable reports whether the walker may skip key, one no field
+// handled: it matches none of keys, even ignoring case. A key the field
+// methods should have handled and did not (keys holds it exactly) is
+// not ignorable either: encoding/json reads it.
+func ignorable(key []byte, keys map[string]bool) bool {
+	var lower [64]byte
+	if len(key) > len(lower) {
+		return true // no field name is this long
+	}
+	for i, c := range key {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	return !keys[string(lower[:len(key)])]
+}
+
+var (
+	completionKeys = jsonKeys(reflect.TypeFor[completionBody]())
+	chatKeys       = jsonKeys(reflect.TypeFor[chatBody]())
+)
+
+// field stores the members of sampling, extraFields and unsupportedFields;
+// handled is false for any other key.
+func (f *sampling) field(key, v []byte) (handled, ok bool) {
+	switch string(key) {
+	case "model":
+		return true, fastString(v, &f.Model)
+	case "max_tokens":
+		return true, fastInt64Ptr(v, &f.MaxTokens)
+	case "max_completion_tokens":
+		return true, fastInt64Ptr(v, &f.MaxCompletion)
+	case "temperature":
+		return true, fastFloat64Ptr(v, &f.Temperature)
+	case "top_p":
+		return true, fastFloat64Ptr(v, &f.TopP)
+	case "top_k":
+		return true, fastInt64Ptr(v, &f.TopK)
+	case "seed":
+		return true, fastUint64Ptr(v, &f.Seed)
+	case "stop":
+		return true, fastRaw(v, &f.Stop)
+	case "stop_token_ids":
+		return true, fastUint32s(v, &f.StopTokenIDs)
+	case "ignore_eos":
+		return true, fastBool(v, &f.IgnoreEOS)
+	case "n":
+		return true, fastInt64Ptr(v, &f.N)
+	case "stream":
+		return true, fastBool(v, &f.Stream)
+	case "stream_options":
+		return true, fastJSON(v, &f.StreamOptions)
+	case "user":
+		return true, fastString(v, &f.User)
+	case "presence_penalty":
+		return true, fastFloat64Ptr(v, &f.PresencePenalty)
+	case "frequency_penalty":
+		return true, fastFloat64Ptr(v, &f.FrequencyPenalty)
+	case "repetition_penalty":
+		return true, fastFloat64Ptr(v, &f.RepetitionPenalty)
+	case "logit_bias":
+		return true, fastJSON(v, &f.LogitBias)
+	case "min_tokens":
+		return true, fastInt64Ptr(v, &f.MinTokens)
+	case "logprobs":
+		return true, fastRaw(v, &f.Logprobs)
+	case "top_logprobs":
+		return true, fastInt64Ptr(v, &f.TopLogprobs)
+	case "best_of":
+		return true, fastInt64Ptr(v, &f.BestOf)
+	}
+	if raw := f.unsupportedFields.slot(string(key)); raw != nil {
+		*raw = v
+		return true, true
+	}
+	return false, false
+}
+
+// completionBody is a POST /v1/completions body.
+type completionBody struct {
+	sampling
+	Prompt json.RawMessage `json:"prompt"`
+	Echo   bool            `json:"echo"`
+	Suffix *string         `json:"suffix"`
+}
+
+func (b *completionBody) field(key, v []byte) bool {
+	if handled, ok := b.sampling.field(key, v); handled {
+		return ok
+	}
+	switch string(key) {
+	case "prompt":
+		return fastRaw(v, &b.Prompt)
+	case "echo":
+		return fastBool(v, &b.Echo)
+	case "suffix":
+		if isNull(v) {
+			b.Suffix = nil
+			return true
+		}
+		var s string
+		if !fastString(v, &s) {
+			return false
+		}
+		b.Suffix = &s
+		return true
+	}
+	return ignorable(key, completionKeys)
+}
+
+// chatBody is a POST /v1/chat/completions body.
+type chatBody struct {
+	sampling
+	Messages            json.RawMessage            `json:"messages"`
+	Tools               json.RawMessage            `json:"tools"`
+	ToolChoice          json.RawMessage            `json:"tool_choice"`
+	ResponseFormat      json.RawMessage            `json:"response_format"`
+	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
+}
+
+func (b *chatBody) field(key, v []byte) bool {
+	if handled, ok := b.sampling.field(key, v); handled {
+		return ok
+	}
+	switch string(key) {
+	case "messages":
+		return fastRaw(v, &b.Messages)
+	case "tools":
+		return fastRaw(v, &b.Tools)
+	case "tool_choice":
+		return fastRaw(v, &b.ToolChoice)
+	case "response_format":
+		return fastRaw(v, &b.ResponseFormat)
+	case "chat_template_kwargs":
+		return fastJSON(v, &b.ChatTemplateKwargs)
+	case "add_generation_prompt":
+		return fastBoolPtr(v, &b.AddGenerationPrompt)
+	}
+	return ignorable(key, chatKeys)
+}

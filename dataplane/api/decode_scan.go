@@ -1,0 +1,449 @@
+package api
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The request decoders read the common body, a JSON object of plain keys
+// and scalar values, without encoding/json's reflection: walkObject cuts
+// the object into keys and raw values, and each body's field method
+// (decode_fields.go) stores them as encoding/json would. Anything the
+// walker or a field method does not take as plain (a syntax error, a
+// value of the wrong type, a key given twice, a key with escapes or
+// non-ASCII letters, a key that matches a field only case-insensitively)
+// makes the decoder start again with encoding/json, whose result and
+// error messages are then the answer. The fast path therefore never
+// decides an error; it only accepts what encoding/json accepts, the same
+// way (decode_test.go holds the two to the same result on a corpus and
+// under fuzzing).
+
+// maxFastDepth is the deepest nesting the walker follows; deeper values
+// go to encoding/json (whose limit is higher).
+const maxFastDepth = 256
+
+// jsonWalker reads one JSON text from its start.
+type jsonWalker struct {
+	b []byte
+	i int
+}
+
+func (w *jsonWalker) space() {
+	for w.i < len(w.b) && isSpace(w.b[w.i]) {
+		w.i++
+	}
+}
+
+// walkObject calls field with each member of the object that is all of
+// body (white space around it allowed), key unquoted and value raw. false
+// says body is not plain: not one object, a syntax error, a key with
+// escapes or non-ASCII bytes, or a field call that returned false.
+func walkObject(body []byte, field func(key, v []byte) bool) bool {
+	w := jsonWalker{b: body}
+	w.space()
+	if w.i >= len(w.b) || w.b[w.i] != '{' {
+		return false
+	}
+	w.i++
+	w.space()
+	if w.i < len(w.b) && w.b[w.i] == '}' {
+		w.i++
+		w.space()
+		return w.i == len(w.b)
+	}
+	for {
+		w.space()
+		key, ok := w.plainKey()
+		if !ok {
+			return false
+		}
+		w.space()
+		if w.i >= len(w.b) || w.b[w.i] != ':' {
+			return false
+		}
+		w.i++
+		w.space()
+		start := w.i
+		if !w.value() || !field(key, w.b[start:w.i]) {
+			return false
+		}
+		w.space()
+		if w.i >= len(w.b) {
+			return false
+		}
+		c := w.b[w.i]
+		w.i++
+		if c == '}' {
+			break
+		}
+		if c != ',' {
+			return false
+		}
+	}
+	w.space()
+	return w.i == len(w.b)
+}
+
+// plainKey reads a key of printable ASCII without escapes.
+func (w *jsonWalker) plainKey() ([]byte, bool) {
+	if w.i >= len(w.b) || w.b[w.i] != '"' {
+		return nil, false
+	}
+	start := w.i + 1
+	for j := start; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			w.i = j + 1
+			return w.b[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// value skips one JSON value, checking its syntax; false on any error or
+// past maxFastDepth.
+func (w *jsonWalker) value() bool {
+	var stack [maxFastDepth]byte // the open containers
+	depth := 0
+	for {
+		w.space()
+		if w.i >= len(w.b) {
+			return false
+		}
+		switch c := w.b[w.i]; {
+		case c == '{' || c == '[':
+			if depth == maxFastDepth {
+				return false
+			}
+			stack[depth] = c
+			depth++
+			w.i++
+			w.space()
+			if w.i < len(w.b) && w.b[w.i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				w.i++
+				depth--
+				break
+			}
+			if c == '{' && !w.memberKey() {
+				return false
+			}
+			continue
+		case c == '"':
+			if !w.str() {
+				return false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			if !w.number() {
+				return false
+			}
+		case c == 't':
+			if !w.literal("true") {
+				return false
+			}
+		case c == 'f':
+			if !w.literal("false") {
+				return false
+			}
+		case c == 'n':
+			if !w.literal("null") {
+				return false
+			}
+		default:
+			return false
+		}
+		// After a value: close containers, or go on to the next element.
+		for {
+			if depth == 0 {
+				return true
+			}
+			w.space()
+			if w.i >= len(w.b) {
+				return false
+			}
+			c := w.b[w.i]
+			w.i++
+			if c == stack[depth-1]+2 {
+				depth--
+				continue
+			}
+			if c != ',' {
+				return false
+			}
+			if stack[depth-1] == '{' && !w.memberKey() {
+				return false
+			}
+			break
+		}
+	}
+}
+
+// memberKey reads an object member's key and its colon.
+func (w *jsonWalker) memberKey() bool {
+	w.space()
+	if w.i >= len(w.b) || w.b[w.i] != '"' || !w.str() {
+		return false
+	}
+	w.space()
+	if w.i >= len(w.b) || w.b[w.i] != ':' {
+		return false
+	}
+	w.i++
+	return true
+}
+
+// str skips a string, checking its escapes (its bytes may be any UTF-8
+// or not: encoding/json replaces bad bytes rather than refusing them).
+func (w *jsonWalker) str() bool {
+	for j := w.i + 1; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			w.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if j++; j >= len(w.b) {
+				return false
+			}
+			switch w.b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(w.b) || !isHex(w.b[j+1]) || !isHex(w.b[j+2]) || !isHex(w.b[j+3]) || !isHex(w.b[j+4]) {
+					return false
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// number skips a number of JSON's grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?
+func (w *jsonWalker) number() bool {
+	b, i := w.b, w.i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	w.i = i
+	return true
+}
+
+func (w *jsonWalker) literal(word string) bool {
+	if len(w.b)-w.i < len(word) || string(w.b[w.i:w.i+len(word)]) != word {
+		return false
+	}
+	w.i += len(word)
+	return true
+}
+
+// The scalar readers below store a raw value (valid JSON, as walkObject
+// checked) as encoding/json stores it into a field of that type; false
+// says the value is not one they take plainly.
+
+func isNull(v []byte) bool { return string(v) == "null" }
+
+// fastString reads a string field: null leaves it as it was.
+func fastString(v []byte, dst *string) bool {
+	if isNull(v) {
+		return true
+	}
+	if v[0] != '"' {
+		return false
+	}
+	if in := v[1 : len(v)-1]; !hasByte(in, '\\') && utf8.Valid(in) {
+		*dst = string(in)
+		return true
+	}
+	return json.Unmarshal(v, dst) == nil // escapes or bad UTF-8: encoding/json's own unquoting
+}
+
+func hasByte(b []byte, c byte) bool {
+	for _, x := range b {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// fastBool reads a boolean field: null leaves it as it was.
+func fastBool(v []byte, dst *bool) bool {
+	switch string(v) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	case "null":
+	default:
+		return false
+	}
+	return true
+}
+
+// fastBoolPtr reads a *bool field: null is nil.
+func fastBoolPtr(v []byte, dst **bool) bool {
+	if isNull(v) {
+		*dst = nil
+		return true
+	}
+	var b bool
+	if !fastBool(v, &b) {
+		return false
+	}
+	*dst = &b
+	return true
+}
+
+// fastInt parses an integer of up to 18 digits, no fraction or exponent.
+func fastInt(v []byte) (int64, bool) {
+	neg := v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// fastInt64Ptr reads a *int64 field: null is nil.
+func fastInt64Ptr(v []byte, dst **int64) bool {
+	if isNull(v) {
+		*dst = nil
+		return true
+	}
+	n, ok := fastInt(v)
+	if !ok {
+		return false
+	}
+	*dst = &n
+	return true
+}
+
+// fastUint64Ptr reads a *uint64 field: null is nil.
+func fastUint64Ptr(v []byte, dst **uint64) bool {
+	if isNull(v) {
+		*dst = nil
+		return true
+	}
+	n, ok := fastInt(v)
+	if !ok || n < 0 || v[0] == '-' {
+		return false
+	}
+	u := uint64(n)
+	*dst = &u
+	return true
+}
+
+// fastFloat64Ptr reads a *float64 field: null is nil.
+func fastFloat64Ptr(v []byte, dst **float64) bool {
+	if isNull(v) {
+		*dst = nil
+		return true
+	}
+	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return false
+	}
+	var f float64
+	if n, ok := fastInt(v); ok && n > -1<<53 && n < 1<<53 && (n != 0 || v[0] != '-') { // -0 is ParseFloat's
+		f = float64(n)
+	} else {
+		var err error
+		if f, err = strconv.ParseFloat(string(v), 64); err != nil {
+			return false
+		}
+	}
+	*dst = &f
+	return true
+}
+
+// fastUint32s reads a []uint32 field: null is nil, [] an empty list.
+func fastUint32s(v []byte, dst *[]uint32) bool {
+	if isNull(v) {
+		*dst = nil
+		return true
+	}
+	if v[0] != '[' {
+		return false
+	}
+	out := make([]uint32, 0, 8)
+	w := jsonWalker{b: v, i: 1}
+	for {
+		w.space()
+		if w.b[w.i] == ']' && len(out) == 0 {
+			break
+		}
+		start := w.i
+		if !w.number() {
+			return false
+		}
+		n, ok := fastInt(w.b[start:w.i])
+		if !ok || n < 0 || n > 1<<32-1 || w.b[start] == '-' {
+			return false
+		}
+		out = append(out, uint32(n))
+		w.space()
+		if c := w.b[w.i]; c == ']' {
+			break
+		} else if c != ',' {
+			return false
+		}
+		w.i++
+	}
+	*dst = out
+	return true
+}
+
+// fastRaw reads a json.RawMessage field: the value's bytes, null too.
+func fastRaw(v []byte, dst *json.RawMessage) bool {
+	*dst = v
+	return true
+}
+
+// fastJSON reads any other field with encoding/json, as the field of a
+// zero struct (a map, a nested struct, a list of strings).
+func fastJSON(v []byte, dst any) bool { return json.Unmarshal(v, dst) == nil }

@@ -1,0 +1,181 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fastCorpus are bodies that probe where the walker and encoding/json
+// could part: keys by case, twice, escaped or not ASCII; values null,
+// of the wrong type, at the edges of their type; syntax errors; white
+// space everywhere.
+var fastCorpus = []string{
+	`{"model":"m","prompt":"x","max_tokens":16}`,
+	` { "model" : "m" , "prompt" : [ 1 , 2 ] , "max_tokens" : 16 } ` + "\n",
+	`{"Model":"m","prompt":"x"}`, `{"MODEL":"m"}`, `{"mOdel":"m","model":"n"}`,
+	`{"model":"m","model":"n"}`, `{"max_tokens":1,"max_tokens":null}`, `{"max_tokens":null,"max_tokens":2}`,
+	`{"stream_options":{"include_usage":true},"stream_options":{"other":1}}`,
+	`{"stream_options":{"INCLUDE_USAGE":true}}`, `{"stream_options":null}`, `{"stream_options":[]}`,
+	`{"logit_bias":{"1":2},"logit_bias":{"3":4}}`, `{"logit_bias":{"1":"x"}}`,
+	`{"mod\u0065l":"m"}`, `{"modeſ":"m"}`, `{"ſtream":true}`, `{"\u006dodel":"m"}`, `{"":1}`,
+	`{"model":"\u00e9t\u00e9\n","prompt":"caf\u00e9 \ud83d\ude00"}`, `{"model":"été","prompt":"日本語"}`,
+	`{"model":"a\"b","prompt":"\ud800"}`, "{\"model\":\"\xff\xfe\",\"prompt\":\"x\"}", "{\"model\":\"a\x01\"}",
+	`{"max_tokens":-0}`, `{"temperature":-0}`, `{"temperature":-0.0}`, `{"temperature":1e-3}`, `{"temperature":2E+0}`,
+	`{"temperature":1e400}`, `{"max_tokens":1.0}`, `{"max_tokens":1e2}`, `{"max_tokens":9223372036854775807}`,
+	`{"max_tokens":9223372036854775808}`, `{"max_tokens":123456789012345678}`, `{"max_tokens":-9223372036854775808}`,
+	`{"seed":-1}`, `{"seed":-0}`, `{"seed":18446744073709551615}`, `{"seed":18446744073709551616}`, `{"seed":0}`,
+	`{"top_p":9007199254740993}`, `{"top_p":-9007199254740993}`, `{"top_k":"5"}`, `{"n":true}`,
+	`{"stop_token_ids":[]}`, `{"stop_token_ids":null}`, `{"stop_token_ids":[4294967295]}`, `{"stop_token_ids":[4294967296]}`,
+	`{"stop_token_ids":[-0]}`, `{"stop_token_ids":[1.5]}`, `{"stop_token_ids":[null]}`, `{"stop_token_ids":[1,2,3,]}`,
+	`{"stop_token_ids":[ 1 , 2 ]}`, `{"stop_token_ids":{}}`,
+	`{"stream":null}`, `{"stream":"true"}`, `{"ignore_eos":1}`, `{"echo":false,"echo":true}`, `{"suffix":null}`, `{"suffix":""}`, `{"suffix":3}`,
+	`{"user":null}`, `{"user":7}`, `{"prompt":null}`, `{"prompt":{"a":[1,{"b":null}]}}`,
+	`{"min_p":0.0,"use_beam_search":false,"skip_special_tokens":true,"bad_words":[],"guided_json":{}}`,
+	`{"unknown":{"deep":[[[[[[{}]]]]]]},"model":"m"}`, `{"unknown":[1,2,{"a":"b"}],"x_y":null}`,
+	`{"model":"m"} {}`, `{"model":"m"}x`, `{"model":"m",}`, `{"model" "m"}`, `{"model":"m"`, `{"model":tru}`,
+	`{"model":01}`, `{"model":-}`, `{"model":1.}`, `{"model":.5}`, `{"model":1e}`, `{"a":[1 2]}`, `{"a":{"b" 1}}`,
+	`{"a":{,}}`, `{"a":"\x"}`, `{"a":"\u12G4"}`, `[]`, `null`, `""`, ``, ` `, `{`, `}`, `{}`, `{ }`,
+	`{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":false},"add_generation_prompt":false}`,
+	`{"messages":null,"tools":null,"tool_choice":null,"response_format":null,"chat_template_kwargs":null,"add_generation_prompt":null}`,
+	`{"add_generation_prompt":"yes"}`, `{"chat_template_kwargs":[]}`, `{"Messages":[]}`, `{"max_completion_tokens":5}`,
+	`{"a":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `,"model":"m"}`,
+}
+
+// TestFastDecodeMatchesEncodingJSON holds the walker to encoding/json:
+// wherever it takes a body, encoding/json takes it too, into the same
+// struct. The common bodies must take the fast path.
+func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
+	fast := 0
+	for _, s := range append(append([]string{}, fuzzSeeds...), fastCorpus...) {
+		if sameAsEncodingJSON(t, []byte(s)) {
+			fast++
+		}
+	}
+	for _, s := range fuzzSeeds[:6] {
+		if !walkObject([]byte(s), new(completionBody).field) || !walkObject([]byte(s), new(chatBody).field) {
+			t.Errorf("common body took the slow path: %s", s)
+		}
+	}
+	t.Logf("%d bodies fast", fast)
+	if fast < 40 {
+		t.Fatalf("only %d bodies took the fast path", fast)
+	}
+}
+
+// sameAsEncodingJSON checks both bodies on body; true when the walker
+// took it for both.
+func sameAsEncodingJSON(t *testing.T, body []byte) bool {
+	t.Helper()
+	c1, c2 := completionBody{}, completionBody{}
+	h1, h2 := chatBody{}, chatBody{}
+	return sameStruct(t, body, &c1, &c2, c2.field) && sameStruct(t, body, &h1, &h2, h2.field)
+}
+
+func sameStruct(t *testing.T, body []byte, slow, fast any, field func(k, v []byte) bool) bool {
+	t.Helper()
+	e := decodeJSON(body, slow)
+	if !walkObject(body, field) {
+		return false
+	}
+	if e != nil {
+		t.Fatalf("%q: the walker took what encoding/json refuses (%s)", body, e.Message)
+	}
+	if !reflect.DeepEqual(slow, fast) {
+		t.Fatalf("%q: encoding/json %+v, walker %+v", body, slow, fast)
+	}
+	return true
+}
+
+// TestDecodeBodyFallsBack: what the walker does not take is decoded by
+// encoding/json from a zero struct, its errors unchanged.
+func TestDecodeBodyFallsBack(t *testing.T) {
+	var b completionBody
+	if e := decodeBody([]byte(`{"model":"m","Prompt":"p","max_tokens":3}`), &b); e != nil || b.Model != "m" || string(b.Prompt) != `"p"` || *b.MaxTokens != 3 {
+		t.Fatalf("%+v %v", b, e)
+	}
+	b = completionBody{}
+	e := decodeBody([]byte(`{"model":"m","max_tokens":"3"}`), &b)
+	if e == nil || e.Param != "max_tokens" || e.Message != `field "max_tokens" must be an integer` {
+		t.Fatalf("%+v", e)
+	}
+	b = completionBody{}
+	if e := decodeBody([]byte(`{"model":"m","prompt":"x"`), &b); e == nil || !strings.HasPrefix(e.Message, "malformed JSON") {
+		t.Fatalf("%+v", e)
+	}
+}
+
+// TestBodyKeys: the bodies' JSON names are unique (no two fields of
+// embedded structs share one, which encoding/json would drop) and
+// jsonKeys sees them all.
+func TestBodyKeys(t *testing.T) {
+	for _, ty := range []reflect.Type{reflect.TypeFor[completionBody](), reflect.TypeFor[chatBody]()} {
+		n := 0
+		for _, f := range reflect.VisibleFields(ty) {
+			if !f.Anonymous {
+				n++
+			}
+		}
+		if keys := jsonKeys(ty); len(keys) != n {
+			t.Fatalf("%v: %d keys for %d fields", ty, len(keys), n)
+		}
+	}
+	if !ignorable([]byte("x_unknown"), chatKeys) || ignorable([]byte("Messages"), chatKeys) || ignorable([]byte("MIN_P"), completionKeys) {
+		t.Fatal("ignorable")
+	}
+}
+
+// FuzzFastDecode: on any bytes, the walker agrees with encoding/json or
+// leaves the body to it.
+func FuzzFastDecode(f *testing.F) {
+	for _, s := range append(append([]string{}, fuzzSeeds...), fastCorpus...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sameAsEncodingJSON(t, body)
+		w := jsonWalker{b: body}
+		w.space()
+		if start := w.i; w.i < len(body) && w.value() && !json.Valid(body[start:w.i]) {
+			t.Fatalf("the walker took %q, not JSON", body[start:w.i])
+		}
+	})
+}
+
+// benchBody is the completion perf/scripts/proxybench.sh sends.
+const benchBody = `{"model":"Qwen/Qwen3-8B","prompt":"Hello, how are you today? Tell me about routers.","max_tokens":16,"ignore_eos":true}`
+
+// BenchmarkDecodeCompletion decodes proxybench's body: the body struct
+// by encoding/json and by the walker, and the whole DecodeCompletion.
+func BenchmarkDecodeCompletion(b *testing.B) {
+	body := []byte(benchBody)
+	b.Run("body/encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var c completionBody
+			if e := decodeJSON(body, &c); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	b.Run("body/walker", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var c completionBody
+			if e := decodeBody(body, &c); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	b.Run("request", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, e := DecodeCompletion(body, nil); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+}
