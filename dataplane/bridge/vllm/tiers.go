@@ -16,7 +16,9 @@ import "github.com/kvgate/kvgate/wire"
 //   - use: LMCache's byte gauges over BlockBytes where the engine exports
 //     them, else the blocks the engine's KV events put in the tier
 //     (vLLM's OffloadingConnector publishes every store and eviction with
-//     its medium: offload.go);
+//     its medium, the BlockStored/BlockRemoved medium field of
+//     vllm/distributed/kv_events.py at b4e69e0af33f4698e157a262cc787fe61983cd3d:
+//     offload.go);
 //   - links: the flags' bandwidth and latency, announced as TIER_COSTS;
 //     a router assumes its own defaults for a tier without one.
 type LowerTiers struct {
