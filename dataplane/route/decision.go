@@ -11,7 +11,12 @@ import (
 // Decision is a routing decision and its reservation. Call FirstToken when
 // the first token arrives and Done when the request ends (either once).
 type Decision struct {
-	Engine *engine.Engine
+	// Prefill, for a request served disaggregated (disagg.go), is its
+	// prefill side: Engine is then the decode engine, and Prefill's
+	// FirstToken comes with the hand-off, its Done with the release (or
+	// this Decision's Done, which releases both). Nil: aggregated.
+	Prefill *Decision
+	Engine  *engine.Engine
 	// Rank is the engine's data-parallel rank chosen (0 for an engine with
 	// one); its GENERATE carries WireRank.
 	Rank uint16
@@ -63,6 +68,9 @@ func (d *Decision) Generated(n int) {
 
 // Done releases the request's reservation.
 func (d *Decision) Done() {
+	if d.Prefill != nil {
+		d.Prefill.Done()
+	}
 	if d.done.Swap(true) {
 		return
 	}

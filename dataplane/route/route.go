@@ -34,6 +34,9 @@ type Request struct {
 	// token: a re-route tries the others first, and these only when no
 	// other engine is left.
 	Exclude []*engine.Engine
+	// Split says the caller can serve a disaggregated decision (one with
+	// Decision.Prefill, disagg.go); without it prefill engines serve nothing.
+	Split bool
 }
 
 // Routing errors.
@@ -76,6 +79,9 @@ func (r *Router) Policy() Policy { return r.policy }
 func (r *Router) Route(req *Request) (*Decision, error) {
 	s := scratches.Get().(*scratch)
 	defer scratches.Put(s)
+	if d, ok, err := r.routeDisagg(s, req); ok { // disagg.go: only with prefill engines
+		return d, err
+	}
 	s.cands = r.candidates(s.cands[:0], req.Model, req.Needs, req.Exclude)
 	if len(s.cands) == 0 && len(req.Exclude) > 0 {
 		s.cands = r.candidates(s.cands[:0], req.Model, req.Needs, nil)
@@ -123,7 +129,7 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 // request: every data-parallel rank of each engine that can.
 func (r *Router) candidates(out []cand, model string, needs wire.Feature, exclude []*engine.Engine) []cand {
 	for _, e := range r.pool.Engines() {
-		if e.Ready() && e.Features()&needs == needs && e.Serves(model) && !slices.Contains(exclude, e) {
+		if e.Ready() && e.Features()&needs == needs && e.Serves(model) && !slices.Contains(exclude, e) && takesOrdinary(e) {
 			for rank := range e.Ranks() {
 				out = append(out, cand{e, uint16(rank)})
 			}

@@ -33,9 +33,9 @@ type Disagg struct {
 }
 
 // DefaultKVLink is a 200 Gb/s RDMA NIC (InfiniBand HDR or RoCE, one per
-// GPU as Mooncake and NVIDIA Dynamo deploy it): 25 GB/s, and 20 us to set
-// up a transfer (a NIXL read's round trips).
-var DefaultKVLink = TierLink{GBps: 25, Latency: 20 * time.Microsecond}
+// GPU as Mooncake and NVIDIA Dynamo deploy it): 25 GB/s, and 1 ms for a
+// hand-off's round trips (the read's setup and its completion notice).
+var DefaultKVLink = TierLink{GBps: 25, Latency: time.Millisecond}
 
 // handoff is a request's part of a hand-off.
 type handoff struct {

@@ -1,0 +1,229 @@
+package route
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/syncring"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// Conditional disaggregation (wire PROTOCOL.md 6.10). When the model has
+// prefill engines (role prefill), the kv policy weighs, for each request,
+// serving it aggregated on the best decode-capable engine against
+// prefilling it on the best prefill engine and handing it to the best
+// decode engine, and takes the cheaper, with both sides' costs from the
+// one cost model (Weights.Cost):
+//
+//	aggregated  = Cost(d) + stall(d)
+//	split       = Cost(p) + transfer(p -> d') + Cost'(d', 1 token)
+//
+// Cost is the time to first token on an engine. stall(d) is what the
+// prefill does to the decode batch d is running: each of its chunks is a
+// step every running sequence waits for, so a prompt's uncached part u
+// costs d's batch u/rate ms (0 when d decodes nothing). transfer is the
+// link time of the prompt blocks d' lacks (DisaggLink over the blocks'
+// KV bytes, Weights.KVBytesPerToken), and Cost' is d's cost of computing
+// the one token left. So a short uncached part, or a decode engine that
+// already holds the prefix, is served aggregated, and a long prefill next
+// to a busy decode batch is split: the threshold is where the two meet,
+// not a constant. LoRA requests are served aggregated (adapters are not
+// handed over).
+
+// DisaggLink is the KV link a router assumes between a prefill and a
+// decode engine (engines do not announce it), as kvgate-sim's default
+// (perf/sim DefaultKVLink): a 200 Gb/s RDMA NIC, and 1 ms for the
+// hand-off's round trips (the decode GENERATE's hop, the read's setup and
+// its completion notice). With the default weights a split then pays off
+// for an uncached part over about (1 + 1/66) / (1/66 - 147456/25e6) ≈ 110
+// tokens next to a busy decode batch.
+var DisaggLink = TierLink{LatencyMs: 1, BytesPerMs: 25e6}
+
+// HandoffDeadline is how long a prefill engine keeps a request's KV for
+// its decode engine, and the decode engine waits for it
+// (Handoff.DeadlineMillis).
+const HandoffDeadline = 30 * time.Second
+
+// roleOf is an engine's role; an engine that announces an impossible one
+// takes ordinary requests only, as one from before the hand-off.
+func roleOf(e *engine.Engine) wire.EngineRole {
+	r, err := wire.RoleOf(e.Features())
+	if err != nil {
+		return wire.RoleBoth
+	}
+	return r
+}
+
+// takesOrdinary reports whether e serves ordinary (aggregated) requests:
+// every engine but a prefill-only one.
+func takesOrdinary(e *engine.Engine) bool { return roleOf(e) != wire.RolePrefill }
+
+// disaggSide is a candidate for one side and its costs.
+type disaggSide struct {
+	c     cand
+	match kvstore.Match
+	bs    int
+	cand  Candidate
+	cost  float64 // Weights.Cost of the whole prompt
+	stall float64 // what its prefill does to its decode batch
+}
+
+// routeDisagg decides between aggregated and split serving when the
+// model has prefill engines; handled is false when it has none (or the
+// request cannot be split), and Route goes on as ever.
+func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled bool, err error) {
+	if !req.Split || r.policy != PolicyKV || req.Keys.LoRAID != 0 || !r.hasPrefill() {
+		return nil, false, nil
+	}
+	var prefill, decode []cand
+	for _, e := range r.pool.Engines() {
+		if !e.Ready() || e.Features()&req.Needs != req.Needs || !e.Serves(req.Model) {
+			continue
+		}
+		role := roleOf(e)
+		for rank := range e.Ranks() {
+			c := cand{e, uint16(rank)}
+			switch {
+			case slicesHas(req.Exclude, e):
+			case role == wire.RolePrefill:
+				prefill = append(prefill, c)
+			default:
+				decode = append(decode, c)
+			}
+		}
+	}
+	if len(prefill) == 0 || len(decode) == 0 {
+		return nil, false, nil
+	}
+	w := r.weights()
+	ps, err := r.scoreSides(s, prefill, req, w)
+	if err != nil {
+		return nil, true, err
+	}
+	ds, err := r.scoreSides(s, decode, req, w)
+	if err != nil {
+		return nil, true, err
+	}
+	agg := bestBy(ds, func(x *disaggSide) float64 { return x.cost + x.stall })
+	p := bestBy(ps, func(x *disaggSide) float64 { return x.cost })
+	n := len(req.Tokens)
+	dec := bestBy(ds, func(x *disaggSide) float64 { return r.decodeCost(w, x, n, req) })
+	if agg == nil || p == nil || dec == nil {
+		return nil, false, nil
+	}
+	split := p.cost + r.decodeCost(w, dec, n, req)
+	if split >= agg.cost+agg.stall || math.IsInf(split, 1) {
+		return nil, false, nil // aggregated is faster: Route's own choice serves it
+	}
+	pd := &Decision{Engine: p.c.e, Rank: p.c.rank, Match: p.match, PredictedCached: p.bs * p.match.Depth()}
+	dd := &Decision{Engine: dec.c.e, Rank: dec.c.rank, Match: dec.match, PredictedCached: n, Prefill: pd}
+	r.reservePair(pd, dd, n)
+	return dd, true, nil
+}
+
+// decodeCost is what taking the request over costs decode candidate x:
+// the transfer of the prompt blocks it lacks, then its cost of the one
+// token left; +Inf when its free KV cannot hold the prompt or it serves
+// no hand-off.
+func (r *Router) decodeCost(w *Weights, x *disaggSide, n int, req *Request) float64 {
+	c := x.cand
+	if x.c.e.Features()&wire.FeatureDisagg == 0 {
+		return math.Inf(1) // serves no hand-off: aggregated only
+	}
+	if c.CapacityTokens > 0 && c.CapacityTokens-c.ActiveDecode-c.QueuedPrefill < float64(n) {
+		return math.Inf(1)
+	}
+	missing := max(n-x.bs*x.match.Depth(), 0)
+	bytes := float64(missing) * w.KVBytesPerToken
+	transferMs := DisaggLink.LatencyMs + bytes/DisaggLink.BytesPerMs
+	one := c
+	one.Match = kvstore.Match{}
+	return transferMs + w.Cost(PolicyKV, &one, 1)
+}
+
+// scoreSides matches the prompt against cands and scores each.
+func (r *Router) scoreSides(s *scratch, cands []cand, req *Request, w *Weights) ([]disaggSide, error) {
+	var out []disaggSide
+	for _, g := range s.group(cands, req.Model) {
+		keys := req.Keys
+		hs, err := g.sc.h.Hash(nil, req.Tokens, &keys)
+		if err != nil {
+			return nil, fmt.Errorf("route: hashing prompt: %w", err)
+		}
+		bs := g.sc.h.BlockSize()
+		matches := r.matchAll(s, g.es, hs[:matchBlocks(g.es, len(hs), len(req.Tokens), bs)])
+		for i, cd := range g.es {
+			prefill, decode, _ := r.queued(cd.e, cd.rank)
+			maxBatched, capacity := cd.e.Shape()
+			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
+				MaxBatched: maxBatched, CapacityTokens: capacity}
+			x := disaggSide{c: cd, match: matches[i], bs: bs, cand: c, cost: w.Cost(PolicyKV, &c, len(req.Tokens))}
+			if decode > 0 {
+				x.stall = max(float64(len(req.Tokens)-bs*matches[i].Depth()), 0) / w.PrefillTokensPerMs
+			}
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// reservePair reserves the request on both engines in one critical
+// section: prefill work on the prefill engine; on the decode engine one
+// token of prefill (the rest arrives by transfer).
+func (r *Router) reservePair(pd, dd *Decision, n int) {
+	pd.r, pd.prompt = r, n
+	dd.r, dd.prompt = r, n+1 // the prompt and the first token
+	type report struct {
+		seq   uint64
+		at    time.Time
+		peers syncring.Load
+	}
+	var reps [2]report
+	for i, d := range []*Decision{pd, dd} {
+		_, reps[i].seq, reps[i].at = d.Engine.RankLoadReport(d.Rank)
+		reps[i].peers = r.peerRankLoad(d.Engine)
+	}
+	now := monoNanos(time.Now())
+	r.mu.Lock()
+	for i, d := range []*Decision{pd, dd} {
+		prefill := d.prefill()
+		rl, _ := r.change(d.Engine, d.Rank, syncring.Load{PrefillTokens: prefill, Requests: 1})
+		rl.pend.Report(reps[i].seq, monoNanos(reps[i].at), float64(reps[i].peers.PrefillTokens))
+		d.tag = rl.pend.Reserve(now, float64(prefill))
+	}
+	r.mu.Unlock()
+}
+
+// hasPrefill reports whether any engine of the pool is a prefill engine.
+func (r *Router) hasPrefill() bool {
+	for _, e := range r.pool.Engines() {
+		if roleOf(e) == wire.RolePrefill {
+			return true
+		}
+	}
+	return false
+}
+
+// bestBy returns the side of least cost f (nil: none, or all infinite).
+func bestBy(xs []disaggSide, f func(*disaggSide) float64) *disaggSide {
+	var best *disaggSide
+	bestCost := math.Inf(1)
+	for i := range xs {
+		if c := f(&xs[i]); c < bestCost {
+			best, bestCost = &xs[i], c
+		}
+	}
+	return best
+}
+
+func slicesHas(es []*engine.Engine, e *engine.Engine) bool {
+	for _, x := range es {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
