@@ -267,10 +267,11 @@ func convertEvents(evs []wire.Event, groups bool) []kvstore.Event {
 }
 
 // helloFeatures are the features of the pool's HELLO (FeatureTokenBatch:
-// streams take several steps' tokens a frame, stream.go): FeatureHybridGroups
+// streams take several steps' tokens a frame, stream.go; FeatureDisagg: a
+// stream's first event may carry a hand-off's KVTransfer): FeatureHybridGroups
 // unless the pool is group-blind.
 func (p *Pool) helloFeatures() wire.Feature {
-	f := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureAdapters | wire.FeatureTokenBatch
+	f := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureAdapters | wire.FeatureTokenBatch | wire.FeatureDisagg
 	if !p.cfg.GroupBlind {
 		f |= wire.FeatureHybridGroups
 	}

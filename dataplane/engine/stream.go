@@ -24,7 +24,10 @@ type Event struct {
 	// Logprobs are Tokens' logprobs, one entry each, when the GENERATE
 	// asked for them (wire.FeatureSampling); nil otherwise.
 	Logprobs []wire.LogprobEntry
-	Err      error
+	// KVTransfer, on a prefill engine's hand-off frame (wire.TokHandoff),
+	// are its transfer parameters (copied); nil otherwise.
+	KVTransfer []byte
+	Err        error
 }
 
 // Stream is one request on an engine connection. The engine's read loop
@@ -103,6 +106,9 @@ func (s *Stream) pushFrame(m *wire.TokensMsg) {
 		Finish: m.Finish, PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens}
 	if m.Flags&wire.TokLogprobs != 0 {
 		ev.Logprobs = m.Logprobs.Entries()
+	}
+	if m.Flags&wire.TokHandoff != 0 {
+		ev.KVTransfer = append([]byte(nil), m.KVTransfer...)
 	}
 	s.queue = append(s.queue, ev)
 	s.mu.Unlock()

@@ -63,7 +63,7 @@ func TestHandshakeProfile(t *testing.T) {
 			hello := c.Peer
 			// wire's dialer adds FeatureTierCosts and FeatureContext itself: it reads a WELCOME's tier costs and context;
 			// the pool reads ADAPTERS (adapters.go) and keeps KV cache groups apart (conn.go).
-			if want := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureTierCosts | wire.FeatureContext | wire.FeatureAdapters | wire.FeatureHybridGroups | wire.FeatureTokenBatch; hello.Role != wire.RoleRouter || hello.ID != "tt-router" || hello.Features != want {
+			if want := wire.FeatureS2 | wire.FeatureZstd | wire.FeatureTierCosts | wire.FeatureContext | wire.FeatureAdapters | wire.FeatureHybridGroups | wire.FeatureTokenBatch | wire.FeatureDisagg; hello.Role != wire.RoleRouter || hello.ID != "tt-router" || hello.Features != want {
 				t.Errorf("router announced role %d id %q features %#x, want router \"tt-router\" s2|zstd|tier_costs|context",
 					hello.Role, hello.ID, hello.Features)
 			}
