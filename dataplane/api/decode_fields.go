@@ -6,23 +6,14 @@ import (
 	"strings"
 )
 
-// fastBody is a request body struct the walker can fill (decode_scan.go):
-// field stores one member as encoding/json would, or returns false.
-type fastBody interface {
-	field(key, v []byte) bool
-}
-
-// decodeBody fills b from body: by the walker when body is plain, else
-// (b zeroed again) by encoding/json, whose errors are the API's.
-func decodeBody[T any, P interface {
-	*T
-	fastBody
-}](body []byte, b P) *Error {
-	if walkObject(body, b.field) {
-		return nil
-	}
-	*b = *new(T)
-	return decodeJSON(body, b)
+// decodeSlow decodes body into b with encoding/json (through a struct of
+// its own on the heap, where encoding/json takes it, so that the caller's
+// b may stay on its stack): the bodies' fallback from the walker.
+func decodeSlow[T any](body []byte, b *T) *Error {
+	slow := new(T)
+	e := decodeJSON(body, slow)
+	*b = *slow
+	return e
 }
 
 // jsonKeys are the member names encoding/json matches to type t's
@@ -140,6 +131,26 @@ type completionBody struct {
 	Suffix *string         `json:"suffix"`
 }
 
+// decode fills b from body: by the walker when body is plain, else by
+// encoding/json, whose errors are the API's.
+func (b *completionBody) decode(body []byte) *Error {
+	if b.walk(body) {
+		return nil
+	}
+	return decodeSlow(body, b)
+}
+
+// walk fills b by the walker; false: body is not plain.
+func (b *completionBody) walk(body []byte) bool {
+	w := jsonWalker{b: body}
+	for w.next() {
+		if !b.field(w.key, w.val) {
+			return false
+		}
+	}
+	return w.ended()
+}
+
 func (b *completionBody) field(key, v []byte) bool {
 	if handled, ok := b.sampling.field(key, v); handled {
 		return ok
@@ -173,6 +184,25 @@ type chatBody struct {
 	ResponseFormat      json.RawMessage            `json:"response_format"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
+}
+
+// decode fills b from body as completionBody's does.
+func (b *chatBody) decode(body []byte) *Error {
+	if b.walk(body) {
+		return nil
+	}
+	return decodeSlow(body, b)
+}
+
+// walk fills b by the walker; false: body is not plain.
+func (b *chatBody) walk(body []byte) bool {
+	w := jsonWalker{b: body}
+	for w.next() {
+		if !b.field(w.key, w.val) {
+			return false
+		}
+	}
+	return w.ended()
 }
 
 func (b *chatBody) field(key, v []byte) bool {

@@ -7,7 +7,7 @@ import (
 )
 
 // The request decoders read the common body, a JSON object of plain keys
-// and scalar values, without encoding/json's reflection: walkObject cuts
+// and scalar values, without encoding/json's reflection: jsonWalker cuts
 // the object into keys and raw values, and each body's field method
 // (decode_fields.go) stores them as encoding/json would. Anything the
 // walker or a field method does not take as plain (a syntax error, a
@@ -23,66 +23,79 @@ import (
 // go to encoding/json (whose limit is higher).
 const maxFastDepth = 256
 
-// jsonWalker reads one JSON text from its start.
-type jsonWalker struct {
-	b []byte
-	i int
-}
-
 func (w *jsonWalker) space() {
 	for w.i < len(w.b) && isSpace(w.b[w.i]) {
 		w.i++
 	}
 }
 
-// walkObject calls field with each member of the object that is all of
-// body (white space around it allowed), key unquoted and value raw. false
-// says body is not plain: not one object, a syntax error, a key with
-// escapes or non-ASCII bytes, or a field call that returned false.
-func walkObject(body []byte, field func(key, v []byte) bool) bool {
-	w := jsonWalker{b: body}
+// jsonWalker reads the members of the object that is all of a body
+// (white space around it allowed): each next gives one, key unquoted and
+// value raw, until it returns false; then ended tells the object's end
+// from a body that is not plain (not one object, a syntax error, a key
+// with escapes or non-ASCII bytes).
+type jsonWalker struct {
+	b        []byte
+	i        int
+	key, val []byte
+	started  bool
+	end      bool
+}
+
+// next reads the next member into key and val.
+func (w *jsonWalker) next() bool {
 	w.space()
-	if w.i >= len(w.b) || w.b[w.i] != '{' {
+	if !w.started {
+		w.started = true
+		if w.i >= len(w.b) || w.b[w.i] != '{' {
+			return false
+		}
+		w.i++
+		w.space()
+		if w.i < len(w.b) && w.b[w.i] == '}' {
+			w.i++
+			w.end = true
+			return false
+		}
+	} else {
+		if w.i >= len(w.b) {
+			return false
+		}
+		switch w.b[w.i] {
+		case '}':
+			w.i++
+			w.end = true
+			return false
+		case ',':
+			w.i++
+			w.space()
+		default:
+			return false
+		}
+	}
+	key, ok := w.plainKey()
+	if !ok {
+		return false
+	}
+	w.space()
+	if w.i >= len(w.b) || w.b[w.i] != ':' {
 		return false
 	}
 	w.i++
 	w.space()
-	if w.i < len(w.b) && w.b[w.i] == '}' {
-		w.i++
-		w.space()
-		return w.i == len(w.b)
+	start := w.i
+	if !w.value() {
+		return false
 	}
-	for {
-		w.space()
-		key, ok := w.plainKey()
-		if !ok {
-			return false
-		}
-		w.space()
-		if w.i >= len(w.b) || w.b[w.i] != ':' {
-			return false
-		}
-		w.i++
-		w.space()
-		start := w.i
-		if !w.value() || !field(key, w.b[start:w.i]) {
-			return false
-		}
-		w.space()
-		if w.i >= len(w.b) {
-			return false
-		}
-		c := w.b[w.i]
-		w.i++
-		if c == '}' {
-			break
-		}
-		if c != ',' {
-			return false
-		}
-	}
+	w.key, w.val = key, w.b[start:w.i]
+	return true
+}
+
+// ended reports whether the walk ended at the object's close with
+// nothing but white space after it.
+func (w *jsonWalker) ended() bool {
 	w.space()
-	return w.i == len(w.b)
+	return w.end && w.i == len(w.b)
 }
 
 // plainKey reads a key of printable ASCII without escapes.
@@ -270,7 +283,7 @@ func (w *jsonWalker) literal(word string) bool {
 	return true
 }
 
-// The scalar readers below store a raw value (valid JSON, as walkObject
+// The scalar readers below store a raw value (valid JSON, as jsonWalker
 // checked) as encoding/json stores it into a field of that type; false
 // says the value is not one they take plainly.
 
@@ -288,7 +301,19 @@ func fastString(v []byte, dst *string) bool {
 		*dst = string(in)
 		return true
 	}
-	return json.Unmarshal(v, dst) == nil // escapes or bad UTF-8: encoding/json's own unquoting
+	s, ok := unquote(v) // escapes or bad UTF-8: encoding/json's own unquoting
+	if ok {
+		*dst = s
+	}
+	return ok
+}
+
+// unquote is encoding/json's reading of the string v (out of line: its
+// variable goes to the heap, where encoding/json takes it, only here).
+func unquote(v []byte) (string, bool) {
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err == nil
 }
 
 func hasByte(b []byte, c byte) bool {
@@ -444,6 +469,16 @@ func fastRaw(v []byte, dst *json.RawMessage) bool {
 	return true
 }
 
-// fastJSON reads any other field with encoding/json, as the field of a
-// zero struct (a map, a nested struct, a list of strings).
-func fastJSON(v []byte, dst any) bool { return json.Unmarshal(v, dst) == nil }
+// fastJSON reads any other field (a map, a nested struct, a list of
+// strings) with encoding/json, into what dst holds as encoding/json
+// would (a map given twice is merged), through a copy of its own so that
+// dst's struct need not go to the heap.
+func fastJSON[T any](v []byte, dst *T) bool {
+	tmp := new(T)
+	*tmp = *dst
+	if json.Unmarshal(v, tmp) != nil {
+		return false
+	}
+	*dst = *tmp
+	return true
+}

@@ -54,7 +54,7 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	for _, s := range fuzzSeeds[:6] {
-		if !walkObject([]byte(s), new(completionBody).field) || !walkObject([]byte(s), new(chatBody).field) {
+		if !new(completionBody).walk([]byte(s)) || !new(chatBody).walk([]byte(s)) {
 			t.Errorf("common body took the slow path: %s", s)
 		}
 	}
@@ -70,13 +70,13 @@ func sameAsEncodingJSON(t *testing.T, body []byte) bool {
 	t.Helper()
 	c1, c2 := completionBody{}, completionBody{}
 	h1, h2 := chatBody{}, chatBody{}
-	return sameStruct(t, body, &c1, &c2, c2.field) && sameStruct(t, body, &h1, &h2, h2.field)
+	return sameStruct(t, body, &c1, &c2, c2.walk) && sameStruct(t, body, &h1, &h2, h2.walk)
 }
 
-func sameStruct(t *testing.T, body []byte, slow, fast any, field func(k, v []byte) bool) bool {
+func sameStruct(t *testing.T, body []byte, slow, fast any, walk func([]byte) bool) bool {
 	t.Helper()
 	e := decodeJSON(body, slow)
-	if !walkObject(body, field) {
+	if !walk(body) {
 		return false
 	}
 	if e != nil {
@@ -92,16 +92,16 @@ func sameStruct(t *testing.T, body []byte, slow, fast any, field func(k, v []byt
 // encoding/json from a zero struct, its errors unchanged.
 func TestDecodeBodyFallsBack(t *testing.T) {
 	var b completionBody
-	if e := decodeBody([]byte(`{"model":"m","Prompt":"p","max_tokens":3}`), &b); e != nil || b.Model != "m" || string(b.Prompt) != `"p"` || *b.MaxTokens != 3 {
+	if e := b.decode([]byte(`{"model":"m","Prompt":"p","max_tokens":3}`)); e != nil || b.Model != "m" || string(b.Prompt) != `"p"` || *b.MaxTokens != 3 {
 		t.Fatalf("%+v %v", b, e)
 	}
 	b = completionBody{}
-	e := decodeBody([]byte(`{"model":"m","max_tokens":"3"}`), &b)
+	e := b.decode([]byte(`{"model":"m","max_tokens":"3"}`))
 	if e == nil || e.Param != "max_tokens" || e.Message != `field "max_tokens" must be an integer` {
 		t.Fatalf("%+v", e)
 	}
 	b = completionBody{}
-	if e := decodeBody([]byte(`{"model":"m","prompt":"x"`), &b); e == nil || !strings.HasPrefix(e.Message, "malformed JSON") {
+	if e := b.decode([]byte(`{"model":"m","prompt":"x"`)); e == nil || !strings.HasPrefix(e.Message, "malformed JSON") {
 		t.Fatalf("%+v", e)
 	}
 }
@@ -164,7 +164,7 @@ func BenchmarkDecodeCompletion(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
 			var c completionBody
-			if e := decodeBody(body, &c); e != nil {
+			if e := c.decode(body); e != nil {
 				b.Fatal(e)
 			}
 		}

@@ -16,7 +16,7 @@ const (
 // DecodeCompletion decodes a POST /v1/completions body.
 func DecodeCompletion(body []byte, check ModelCheck) (*Request, *Error) {
 	var b completionBody
-	if e := decodeBody(body, &b); e != nil {
+	if e := b.decode(body); e != nil {
 		return nil, e
 	}
 	r, e := b.sampling.request(Completion, defaultCompletionTokens, check)
@@ -73,7 +73,7 @@ func decodePrompt(raw json.RawMessage) (Prompt, *Error) {
 // DecodeChat decodes a POST /v1/chat/completions body.
 func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
 	var b chatBody
-	if e := decodeBody(body, &b); e != nil {
+	if e := b.decode(body); e != nil {
 		return nil, e
 	}
 	r, e := b.sampling.request(Chat, defaultChatTokens, check)
