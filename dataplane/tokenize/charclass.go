@@ -25,7 +25,40 @@ var bmpClass = func() *[0x10000]uint8 {
 	return &t
 }()
 
+// computeClass is goClass, or for a character Go's tables do not have
+// yet, the classes of the newer Unicode version that Oniguruma knows.
 func computeClass(r rune) uint8 {
+	if c := goClass(r); c != 0 {
+		return c
+	}
+	return newerClass(r)
+}
+
+// classRange gives the characters first to last the classes bits.
+type classRange struct {
+	first, last rune
+	bits        uint8
+}
+
+// newerClass returns r's classes from newerClasses, 0 if it has none.
+func newerClass(r rune) uint8 {
+	lo, hi := 0, len(newerClasses)
+	for lo < hi {
+		m := (lo + hi) / 2
+		switch cr := newerClasses[m]; {
+		case r < cr.first:
+			hi = m
+		case r > cr.last:
+			lo = m + 1
+		default:
+			return cr.bits
+		}
+	}
+	return 0
+}
+
+// goClass computes r's classes from Go's unicode tables.
+func goClass(r rune) uint8 {
 	var c uint8
 	if unicode.IsLetter(r) {
 		c |= classLetter
@@ -71,14 +104,14 @@ func isLetter(r rune) bool {
 	if r >= 0 && r < 0x10000 {
 		return bmpClass[r]&classLetter != 0
 	}
-	return unicode.IsLetter(r)
+	return unicode.IsLetter(r) || newerClass(r)&classLetter != 0
 }
 
 func isNumber(r rune) bool {
 	if r >= 0 && r < 0x10000 {
 		return bmpClass[r]&classNumber != 0
 	}
-	return unicode.IsNumber(r)
+	return unicode.IsNumber(r) || newerClass(r)&classNumber != 0
 }
 
 // isSpace is \s in the Oniguruma Unicode sense: the White_Space property.
@@ -86,5 +119,5 @@ func isSpace(r rune) bool {
 	if r >= 0 && r < 0x10000 {
 		return bmpClass[r]&classSpace != 0
 	}
-	return unicode.Is(unicode.White_Space, r)
+	return unicode.Is(unicode.White_Space, r) || newerClass(r)&classSpace != 0
 }

@@ -33,13 +33,14 @@ func byteLevelToken(b byte) string {
 // both classes (Lt, Lm, Lo), marks of the three kinds, numbers of the
 // three kinds, contractions and U+017F (which folds to s), ASCII and other
 // punctuation and symbols, every kind of space and newline, format and
-// control characters, CJK inside and just outside DeepSeek V3's ranges.
+// control characters, CJK inside and just outside DeepSeek V3's ranges,
+// and characters of Unicode 15.1 and 16.0, which Go's tables lack.
 var patternAlphabet = strings.Fields(`A b Z s S t T d D l L m r e v V x Hello WORLD ǅ ᾈ ʰ ー 々 中 文 あ ア ก א 𠀋 龥 龦 㐀 ſ K
-	1 2 9 ٣ ² Ⅻ 𝟘 123 ' ' ' ’ . , ! / // - $ + < ( " @ _ ~ 。 ， € 😀 🦙 © ? :`)
+	1 2 9 ٣ ² Ⅻ 𝟘 123 𐵐 𐵰 𐵀 𮯰 Ᲊ ᲊ 𞗐 ' ' ' ’ . , ! / // - $ + < ( " @ _ ~ 。 ， € 😀 🦙 © ? :`)
 
 // patternExtra are characters strings.Fields cannot carry.
 var patternExtra = []string{" ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u3000", "\u2028", "\u0085",
-	"\v", "\f", "\u0001", "\u200d", "\ufeff", "\u00ad", "\u0301", "\u0903", "\u20dd", "\u093f", "'s", "'T", "'ll", "'RE", "`"}
+	"\v", "\f", "\u0001", "\u200d", "\ufeff", "\u00ad", "\u0301", "\u0903", "\u20dd", "\u093f", "\u0897", "'s", "'T", "'ll", "'RE", "`"}
 
 // randomPatternTexts returns n strings of 1 to 16 draws from the alphabets.
 func randomPatternTexts(seed uint64, n int) []string {

@@ -73,7 +73,7 @@ const byteLevelForm = (s) => [...Buffer.from(s, "utf8")].map(byteChar).join("");
 // randomTexts draws n strings from an alphabet made to walk the branches
 // of o200k's and DeepSeek V3's patterns (the e2e test draws from the same
 // kinds of characters with a new seed each run).
-const alphabet = [..."AbZsStTdDlLmrevVx", "Hello", "WORLD", ..."ǅᾈʰー々中文あアกא", "𠀋", ..."龥龦㐀ſK", ..."129٣²Ⅻ", "𝟘", "123",
+const alphabet = [..."AbZsStTdDlLmrevVx", "Hello", "WORLD", ..."ǅᾈʰー々中文あアกא", "𠀋", ..."龥龦㐀ſK", ..."129٣²Ⅻ", "𝟘", "123", "𐵐", "𐵰", "𐵀", "𮯰", ..."Ᲊᲊ", "𞗐", "\u0897",
   "'", "'", "'", "’", ..."./-$+<(\"@_`~。，€©?:", "//", "😀", "🦙", " ", " ", " ", "  ", "\t", "\n", "\r", "\r\n",
   "\u00a0", "\u3000", "\u2028", "\u0085", "\v", "\f", "\u0001", "\u200d", "\ufeff", "\u00ad", "\u0301", "\u0903",
   "\u20dd", "\u093f", "'s", "'T", "'ll", "'RE"];
