@@ -78,7 +78,8 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	st.busy.Store(true)
 	st.setPhase(phaseServe)
 	req.RemoteAddr = st.remote
-	w := &ResponseWriter{st: st, req: req, header: Header{}}
+	w := &ResponseWriter{st: st, req: req}
+	w.header = w.fields[:0]
 	s.active.Add(1)
 	s.dispatch(w, req)
 	return st.holdPipelined()

@@ -14,10 +14,7 @@
 // its size however it is split across reads.
 package httpx
 
-import (
-	"bytes"
-	"strings"
-)
+import "strings"
 
 // Request is a parsed HTTP request. Body is a copy owned by the handler.
 type Request struct {
@@ -90,23 +87,26 @@ var crlf = []byte("\r\n")
 
 // parseHead parses a complete request header (without its final empty
 // line): the request line, then the fields.
-func parseHead(head []byte) (*Request, framing, *parseError) {
+// The head is copied once into a string that the method, path and
+// fields are cut from, rather than a string each.
+func parseHead(headBytes []byte) (*Request, framing, *parseError) {
 	fr := framing{contentLength: -1}
-	lineEnd := bytes.Index(head, crlf)
+	head := string(headBytes)
+	lineEnd := strings.Index(head, "\r\n")
 	if lineEnd < 0 {
 		lineEnd = len(head)
 	}
-	req := &Request{}
+	req := &Request{Header: make(Header, 0, strings.Count(head, "\r\n"))}
 	if err := parseRequestLine(req, head[:lineEnd]); err != nil {
 		return nil, fr, err
 	}
 	hosts := 0
 	for rest := head[min(lineEnd+2, len(head)):]; len(rest) > 0; {
 		line := rest
-		if i := bytes.Index(rest, crlf); i >= 0 {
+		if i := strings.Index(rest, "\r\n"); i >= 0 {
 			line, rest = rest[:i], rest[i+2:]
 		} else {
-			rest = nil
+			rest = ""
 		}
 		f, err := parseField(line)
 		if err != nil {
@@ -160,18 +160,18 @@ func parseHead(head []byte) (*Request, framing, *parseError) {
 // parseField reads one "name: value" line. The name must be a token and
 // the value free of control characters (a bare CR or LF in a value would
 // otherwise reach whatever reflects or logs it as a line break).
-func parseField(line []byte) (Field, *parseError) {
-	colon := bytes.IndexByte(line, ':')
+func parseField(line string) (Field, *parseError) {
+	colon := strings.IndexByte(line, ':')
 	if colon <= 0 || !isToken(line[:colon]) {
 		return Field{}, &parseError{400, "malformed header line"}
 	}
-	value := bytes.Trim(line[colon+1:], " \t")
-	for _, c := range value {
-		if c < ' ' && c != '\t' || c == 0x7f {
-			return Field{}, &parseError{400, "control character in the value of header " + string(line[:colon])}
+	value := strings.Trim(line[colon+1:], " \t")
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return Field{}, &parseError{400, "control character in the value of header " + line[:colon]}
 		}
 	}
-	return Field{Name: string(line[:colon]), Value: string(value)}, nil
+	return Field{Name: line[:colon], Value: value}, nil
 }
 
 // parseContentLength accepts digits only (RFC 9110 8.6: 1*DIGIT), so
@@ -201,27 +201,27 @@ func hasToken(list, tok string) bool {
 }
 
 // isToken reports whether b is an RFC 9110 token (a method or field name).
-func isToken(b []byte) bool {
+func isToken(b string) bool {
 	if len(b) == 0 {
 		return false
 	}
-	for _, c := range b {
-		if c <= ' ' || c >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) >= 0 {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
 			return false
 		}
 	}
 	return true
 }
 
-func parseRequestLine(req *Request, line []byte) *parseError {
-	sp1 := bytes.IndexByte(line, ' ')
-	sp2 := bytes.LastIndexByte(line, ' ')
+func parseRequestLine(req *Request, line string) *parseError {
+	sp1 := strings.IndexByte(line, ' ')
+	sp2 := strings.LastIndexByte(line, ' ')
 	if sp1 <= 0 || sp2 <= sp1 || !isToken(line[:sp1]) {
 		return &parseError{400, "malformed request line"}
 	}
-	req.Method = string(line[:sp1])
+	req.Method = line[:sp1]
 	target := line[sp1+1 : sp2]
-	switch string(line[sp2+1:]) {
+	switch line[sp2+1:] {
 	case "HTTP/1.1":
 		req.Proto11 = true
 	case "HTTP/1.0":
@@ -231,15 +231,15 @@ func parseRequestLine(req *Request, line []byte) *parseError {
 	if len(target) == 0 || target[0] != '/' {
 		return &parseError{400, "request target must be a path"}
 	}
-	for _, c := range target {
-		if c <= ' ' || c == 0x7f {
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c == 0x7f {
 			return &parseError{400, "malformed request target"}
 		}
 	}
-	if q := bytes.IndexByte(target, '?'); q >= 0 {
-		req.Path, req.RawQuery = string(target[:q]), string(target[q+1:])
+	if q := strings.IndexByte(target, '?'); q >= 0 {
+		req.Path, req.RawQuery = target[:q], target[q+1:]
 	} else {
-		req.Path = string(target)
+		req.Path = target
 	}
 	return nil
 }

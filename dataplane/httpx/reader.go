@@ -178,7 +178,7 @@ func (p *reader) framingLine(b []byte) (int, *parseError) {
 	case readTrailer:
 		if len(line) == 0 {
 			p.state, p.need = readBody, 0 // the request is complete
-		} else if _, err := parseField(line); err != nil {
+		} else if _, err := parseField(string(line)); err != nil {
 			return 0, err
 		}
 	case readChunkSize:

@@ -19,6 +19,7 @@ type ResponseWriter struct {
 	st        *connState
 	req       *Request
 	header    Header
+	fields    [4]Field // header's first fields, in the writer's own allocation
 	status    int
 	body      []byte
 	streaming bool
@@ -58,7 +59,7 @@ func (w *ResponseWriter) Write(p []byte) (int, error) {
 func (w *ResponseWriter) Stream(status int) error {
 	w.streaming, w.status = true, status
 	w.header.Set("Transfer-Encoding", "chunked")
-	return w.send(w.head(-1))
+	return w.send(w.head(-1, 0))
 }
 
 // Chunk sends one chunk of a streamed response.
@@ -93,7 +94,7 @@ func (w *ResponseWriter) Finish() error {
 		if w.status == 0 {
 			w.status = http.StatusOK
 		}
-		msg := w.head(len(w.body))
+		msg := w.head(len(w.body), len(w.body))
 		if w.req.Method != "HEAD" { // RFC 9110 9.3.2: the head a GET would get, no content
 			msg = append(msg, w.body...)
 		}
@@ -127,15 +128,16 @@ func (w *ResponseWriter) Abort() {
 	_ = w.st.c.CloseWithCallback(nil)
 }
 
-func (w *ResponseWriter) head(contentLength int) []byte {
-	b := make([]byte, 0, 256)
+// head is the response's head, with room for more bytes after it.
+func (w *ResponseWriter) head(contentLength, room int) []byte {
+	b := make([]byte, 0, 256+room)
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(b, ' ')
 	b = append(b, statusText(w.status)...)
 	b = append(b, "\r\n"...)
 	for _, f := range w.header {
-		if !isToken([]byte(f.Name)) || !safeValue(f.Value) {
+		if !isToken(f.Name) || !safeValue(f.Value) {
 			w.st.srv.log.Warn("dropping a response header that would break the head", "name", strconv.Quote(f.Name))
 			continue
 		}
