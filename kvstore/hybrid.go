@@ -1,7 +1,5 @@
 package kvstore
 
-import "math"
-
 // Hybrid matching: the prefix-cache hit of an engine whose KV cache is split
 // into groups of different attention kinds, computed as vLLM's
 // HybridKVCacheCoordinator.find_longest_cache_hit does
@@ -40,50 +38,50 @@ type hybridCand struct {
 	slot Slot // the rank's slot
 }
 
-// noDepth marks a candidate state matched by its bits, never by the run.
-const noDepth = math.MaxUint32
-
-// addHybrid makes every group slot of rank slot s a candidate of this call:
-// fast groups (full attention at the hash block size) walk the leading run
-// as a one-cache engine does, the others record every block they hold in a
-// bit set of the prompt's n blocks. With no fast group, nothing bounds the
-// hit but the prompt, so the walk may not stop early.
-func (ix *Index) addHybrid(m *matcher, c int, s Slot, n int) {
-	words := (n + 63) / 64
-	fast := false
-	for _, ms := range ix.slots[s].members {
-		st := &ix.slots[ms]
-		cs := candState{stamp: m.stamp, gen: packGen(&st.gen)}
-		if st.group.fast() {
-			fast = true
-		} else {
-			cs.depth, cs.bits = noDepth, uint32(len(m.bits)+1)
-			m.bits = append(m.bits, make([]uint64, words)...)
+// addHybrid makes the fast groups of rank slot s (full attention at the
+// hash block size) candidates of the walk, which finds their leading runs
+// as it finds a one-cache engine's; the other groups are looked up after
+// it, only where the hit rule asks (hybridHit), so that the walk's inner
+// loop is the one-cache engines' own.
+func (ix *Index) addHybrid(m *matcher, c int, s Slot) {
+	st := &ix.slots[s]
+	for gi, ms := range st.members {
+		if st.groups[gi].fast() {
+			m.state[ms] = candState{stamp: m.stamp, gen: packGen(&ix.slots[ms].gen)}
 		}
-		m.state[ms] = cs
 	}
-	m.noStop = m.noStop || !fast
 	m.hyb = append(m.hyb, hybridCand{cand: c, slot: s})
 }
 
-// hybridHit returns the hit of rank slot s over a prompt of n blocks, once
-// the walk has filled its groups' states.
-func (ix *Index) hybridHit(m *matcher, s Slot, n int) Match {
+// hybridHit returns the hit of rank slot s over the prompt's hashes once
+// the walk has found its fast groups' runs (the bound of the hit; the
+// whole prompt without one).
+func (ix *Index) hybridHit(m *matcher, s Slot, hashes []uint64) Match {
 	st := &ix.slots[s]
-	limit := n
+	limit := len(hashes)
 	var counts *[numTiers]uint32
 	for gi, ms := range st.members {
 		if c := &m.state[ms]; st.groups[gi].fast() {
-			limit = min(limit, int(c.depth)) // bounds the scan: HybridHit's own is then short
+			limit = min(limit, int(c.depth))
 			if counts == nil {
 				counts = &c.counts
 			}
 		}
 	}
 	hit := HybridHit(st.groups, limit, func(g, j int) bool {
-		return m.has(&m.state[st.members[g]], (j+1)*st.groups[g].Stride-1)
+		if st.groups[g].fast() {
+			return j < limit // within every fast group's run
+		}
+		return ix.holds(st.members[g], hashes[(j+1)*st.groups[g].Stride-1])
 	})
 	return splitHit(hit, counts)
+}
+
+// holds reports whether slot holds block h in any tier.
+func (ix *Index) holds(slot Slot, h uint64) bool {
+	sh := &ix.shards[h>>(64-shardBits)]
+	i := sh.find(h, uint16(slot))
+	return i >= 0 && ix.validTiers(&sh.entries[i]) != 0
 }
 
 // HybridHit returns the longest prefix-cache hit, in hash blocks and at
@@ -130,26 +128,6 @@ func serves(groups []Group, l int, held func(g, j int) bool) bool {
 		}
 	}
 	return true
-}
-
-// markHeld records that the group slot of state c holds prompt block i, if
-// entry e is valid for it.
-func (m *matcher) markHeld(c *candState, e *entry, i uint32) {
-	valid := e.tiers
-	if g := packGen(&e.gen); g != c.gen {
-		valid &= genEqual(g, c.gen)
-	}
-	if valid != 0 {
-		m.bits[int(c.bits-1)+int(i>>6)] |= 1 << (i & 63)
-	}
-}
-
-// has reports whether the group slot of state c holds prompt block i.
-func (m *matcher) has(c *candState, i int) bool {
-	if c.bits == 0 {
-		return i < int(c.depth)
-	}
-	return m.bits[int(c.bits-1)+i>>6]&(1<<(i&63)) != 0
 }
 
 // splitHit reports a hybrid hit of hit blocks by tier: from the leading run

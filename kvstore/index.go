@@ -72,20 +72,20 @@ type slotState struct {
 	inUse  bool
 	// Hybrid engines (group.go): a rank's slot lists its groups' slots
 	// (members[0] is itself); a group's slot names its rank's (owner) and
-	// is no candidate, nor a target of Apply, of its own. Beside inUse:
-	// Match reads the three for every candidate.
+	// is no candidate, nor a target of Apply, of its own. Match reads
+	// inUse, owner, members and gen of every candidate: they come first.
 	owner    Slot
-	members  []Slot
-	groups   []Group // the groups of members, in order (a rank's slot)
-	precise  bool    // has received KV events: approximate entries are off (mirrored in Index.precise)
-	capacity [NumTiers]uint64
 	gen      [numTiers]uint8
+	members  []Slot
+	precise  bool            // has received KV events: approximate entries are off (mirrored in Index.precise)
 	passGen  [numTiers]uint8 // gen when the current sweep pass started
 	safeGen  [numTiers]uint8 // gen at the start of the last complete sweep pass
+	capacity [NumTiers]uint64
 	blocks   [numTiers]uint64
 	entries  uint64 // table entries of this slot, stale ones included until swept
 	digest   [numTiers]Digest
 	approx   approxLRU
+	groups   []Group // the groups of members, in order (a rank's slot)
 	groupIdx int
 	group    Group
 }

@@ -27,21 +27,15 @@ type matcher struct {
 	stamp uint32
 	state []candState // per slot; valid where stamp matches
 	sink  uint64      // prefetchRuns results, never read
-	// Hybrid candidates of this call (hybrid.go): which, the bit sets of
-	// their groups' holdings, and whether the walk may stop early.
-	hyb    []hybridCand
-	bits   []uint64
-	noStop bool
+	// hyb are the hybrid candidates of this call (hybrid.go).
+	hyb []hybridCand
 }
 
 type candState struct {
 	stamp  uint32 // == matcher.stamp when the slot is a candidate of this call
-	depth  uint32 // blocks matched so far (noDepth: a group matched by its bits)
+	depth  uint32 // blocks matched so far
 	gen    uint32 // the slot's generations, one byte per tier
 	counts [numTiers]uint32
-	// bits, when not 0, is 1 + the offset in matcher.bits of this group
-	// slot's holdings, one bit per block of the prompt.
-	bits uint32
 }
 
 func (m *matcher) reset(nSlots int) {
@@ -71,13 +65,13 @@ func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	m.reset(len(ix.slots))
-	m.hyb, m.bits, m.noStop = m.hyb[:0], m.bits[:0], false
+	m.hyb = m.hyb[:0]
 	for c, s := range cands {
 		if int(s) < len(ix.slots) && ix.slots[s].inUse && ix.slots[s].owner == s {
 			if st := &ix.slots[s]; st.members == nil {
 				m.state[s] = candState{stamp: m.stamp, gen: packGen(&st.gen)}
 			} else {
-				ix.addHybrid(m, c, s, len(hashes))
+				ix.addHybrid(m, c, s)
 			}
 		}
 	}
@@ -90,7 +84,7 @@ func (ix *Index) Match(hashes []uint64, cands []Slot, out []Match) {
 		}
 	}
 	for _, h := range m.hyb {
-		out[h.cand] = ix.hybridHit(m, h.slot, len(hashes))
+		out[h.cand] = ix.hybridHit(m, h.slot, hashes)
 	}
 }
 
@@ -103,7 +97,7 @@ func (ix *Index) walk(m *matcher, hashes []uint64) {
 	for g := 0; g < len(hashes); g += prefetchGroup {
 		m.sink += ix.prefetchRuns(hashes[min(g+prefetchGroup, len(hashes)):], true)
 		for k, h := range hashes[g:min(g+prefetchGroup, len(hashes))] {
-			if ix.matchBlock(m, h, uint32(g+k)) == 0 && !m.noStop {
+			if ix.matchBlock(m, h, uint32(g+k)) == 0 {
 				return
 			}
 		}
@@ -128,19 +122,15 @@ func (ix *Index) matchBlock(m *matcher, h uint64, i uint32) int {
 		}
 		if int(e.slot) < len(state) {
 			c := &state[e.slot]
-			if c.stamp == m.stamp {
-				if c.depth == i {
-					valid := e.tiers
-					if g := packGen(&e.gen); g != c.gen {
-						valid &= genEqual(g, c.gen)
-					}
-					if valid != 0 {
-						c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
-						c.depth++
-						advanced++
-					}
-				} else if c.bits != 0 {
-					m.markHeld(c, e, i) // a group of a hybrid engine: any block may count
+			if c.stamp == m.stamp && c.depth == i {
+				valid := e.tiers
+				if g := packGen(&e.gen); g != c.gen {
+					valid &= genEqual(g, c.gen)
+				}
+				if valid != 0 {
+					c.counts[bits.TrailingZeros8(valid)&(numTiers-1)]++
+					c.depth++
+					advanced++
 				}
 			}
 		}
