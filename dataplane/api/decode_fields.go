@@ -148,7 +148,7 @@ func (b *completionBody) walk(body []byte) bool {
 			return false
 		}
 	}
-	return w.ended()
+	return w.ended() && w.atEnd()
 }
 
 func (b *completionBody) field(key, v []byte) bool {
@@ -202,7 +202,7 @@ func (b *chatBody) walk(body []byte) bool {
 			return false
 		}
 	}
-	return w.ended()
+	return w.ended() && w.atEnd()
 }
 
 func (b *chatBody) field(key, v []byte) bool {

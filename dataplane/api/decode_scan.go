@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -29,11 +30,11 @@ func (w *jsonWalker) space() {
 	}
 }
 
-// jsonWalker reads the members of the object that is all of a body
-// (white space around it allowed): each next gives one, key unquoted and
-// value raw, until it returns false; then ended tells the object's end
-// from a body that is not plain (not one object, a syntax error, a key
-// with escapes or non-ASCII bytes).
+// jsonWalker reads the members of the object at its place (a body, with
+// white space around it allowed, or a message in a list): each next gives
+// one, key unquoted and value raw, until it returns false; then ended
+// tells the object's end from an object that is not plain (not an
+// object, a syntax error, a key with escapes or non-ASCII bytes).
 type jsonWalker struct {
 	b        []byte
 	i        int
@@ -91,11 +92,13 @@ func (w *jsonWalker) next() bool {
 	return true
 }
 
-// ended reports whether the walk ended at the object's close with
-// nothing but white space after it.
-func (w *jsonWalker) ended() bool {
+// ended reports whether the walk ended at the object's close.
+func (w *jsonWalker) ended() bool { return w.end }
+
+// atEnd reports whether only white space is left.
+func (w *jsonWalker) atEnd() bool {
 	w.space()
-	return w.end && w.i == len(w.b)
+	return w.i == len(w.b)
 }
 
 // plainKey reads a key of printable ASCII without escapes.
@@ -211,6 +214,12 @@ func (w *jsonWalker) memberKey() bool {
 // or not: encoding/json replaces bad bytes rather than refusing them).
 func (w *jsonWalker) str() bool {
 	for j := w.i + 1; j < len(w.b); j++ {
+		for j+8 <= len(w.b) && !strSpecial8(binary.LittleEndian.Uint64(w.b[j:])) {
+			j += 8 // eight bytes with no quote, backslash or control character
+		}
+		if j >= len(w.b) {
+			break
+		}
 		switch c := w.b[j]; {
 		case c == '"':
 			w.i = j + 1
@@ -234,6 +243,15 @@ func (w *jsonWalker) str() bool {
 		}
 	}
 	return false
+}
+
+// strSpecial8 reports whether any of the eight bytes in x is a quote, a
+// backslash or below 0x20 (each test exact for "any": a byte is zero in
+// x^c, or below n, where the subtraction borrows from its top bit).
+func strSpecial8(x uint64) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	zero := func(y uint64) uint64 { return (y - ones) &^ y & tops }
+	return zero(x^(ones*'"'))|zero(x^(ones*'\\'))|((x-ones*0x20)&^x&tops) != 0
 }
 
 // number skips a number of JSON's grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -178,4 +179,79 @@ func BenchmarkDecodeCompletion(b *testing.B) {
 			}
 		}
 	})
+}
+
+// messagesCorpus are message lists where the walker and encoding/json
+// could part; the fuzz seeds' conversations are added to them.
+var messagesCorpus = []string{
+	`[{"role":"user","content":"hi"}]`, ` [ { "role" : "user" , "content" : "a\nb" } , {"role":"assistant","content":null} ] `,
+	`[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]`,
+	`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}]`,
+	`[{"role":"assistant","content":[{"type":"image_url","image_url":{"url":"https://x.example/a.png"}}]}]`,
+	`[{"role":"user","content":"x"},{"role":"bot","content":"y"}]`, `[{"role":"tool","content":"42"}]`,
+	`[{"role":"tool","tool_call_id":7,"content":"42"}]`, `[{"role":"tool","tool_call_id":"c\u0031","content":"42"}]`,
+	`[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\":1}"}}]}]`,
+	`[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"","arguments":"{}"}}]}]`, `[{"role":"assistant","tool_calls":null}]`,
+	`[{"role":"user","content":"x","role":"system"}]`, `[{"ro\u006ce":"user"}]`, `[{"Role":"user","role":"user"}]`,
+	`[{"role":"user","a<b":1}]`, `[{"role":"user","a&b":1}]`, `[{"role":"user","\u00e9":1}]`, `[{"role":"user","x\u007fy":1}]`,
+	`[{"role":5}]`, `[{"role":null}]`, `[{"role":"us\u0065r","content":"é\ud800"}]`, `[{"role":"user"},3]`, `[3,{"role":"bot"}]`,
+	`[{"role":"bot"},{"role":"user","content":[1]}]`, `[{"role":"bot"},{"role":"user","content":"x"}`, `[]`, `null`, `{}`, `"x"`,
+	`[{"role":"user","content":[{"type":"text","text":"a"}]},]`, `[{"role":"user",}]`, `[{"role":"user"}] x`,
+	`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]},{"Role":"user"}]`,
+}
+
+// TestNormalizePlainMatchesJSON: normalizeMessages (the walker where it
+// can) gives normalizeJSON's bytes, errors and images on every list.
+func TestNormalizePlainMatchesJSON(t *testing.T) {
+	plain := 0
+	for _, raw := range append(seedMessages(t), messagesCorpus...) {
+		if sameNormalized(t, []byte(raw)) {
+			plain++
+		}
+	}
+	if plain < 15 {
+		t.Fatalf("only %d lists took the walker", plain)
+	}
+}
+
+// seedMessages are the message lists of the fuzz seeds.
+func seedMessages(t testing.TB) []string {
+	var out []string
+	for _, s := range fuzzSeeds {
+		var b struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		if json.Unmarshal([]byte(s), &b) == nil && len(b.Messages) > 0 {
+			out = append(out, string(b.Messages))
+		}
+	}
+	return out
+}
+
+// sameNormalized checks normalizeMessages against normalizeJSON with an
+// image sink and without; true when the walker decided both.
+func sameNormalized(t *testing.T, raw []byte) bool {
+	t.Helper()
+	decided := true
+	for _, sink := range []func() *imageSink{func() *imageSink { return nil }, func() *imageSink { return &imageSink{} }} {
+		s1, s2 := sink(), sink()
+		want, werr := normalizeJSON(raw, s1)
+		got, gerr := normalizeMessages(raw, s2)
+		if string(want) != string(got) || fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(s1, s2) {
+			t.Fatalf("%s:\nencoding/json %s %v %+v\nwalker        %s %v %+v", raw, want, werr, s1, got, gerr, s2)
+		}
+		if _, ok, _ := normalizePlain(raw, sink()); !ok {
+			decided = false
+		}
+	}
+	return decided
+}
+
+// FuzzNormalizeMessages: on any bytes, normalizeMessages and
+// normalizeJSON agree.
+func FuzzNormalizeMessages(f *testing.F) {
+	for _, s := range append(seedMessages(f), messagesCorpus...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { sameNormalized(t, raw) })
 }

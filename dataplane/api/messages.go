@@ -13,8 +13,25 @@ import (
 // list of parts into one string (text parts joined by newlines, as vLLM
 // does for string-content templates), keeping every other key in order;
 // content with images stays a list (media.go), its images read into
-// sink (nil: refused).
+// sink (nil: refused). Plain messages are read by the walker
+// (normalizePlain); any other list by encoding/json (normalizeJSON), the
+// two giving the same bytes and the same errors.
 func normalizeMessages(raw json.RawMessage, sink *imageSink) (json.RawMessage, error) {
+	var images []Image
+	if sink != nil {
+		images = sink.images
+	}
+	if out, ok, err := normalizePlain(raw, sink); ok {
+		return out, err
+	}
+	if sink != nil {
+		sink.images = images // forget what the walker read before it gave up
+	}
+	return normalizeJSON(raw, sink)
+}
+
+// normalizeJSON is normalizeMessages by encoding/json.
+func normalizeJSON(raw json.RawMessage, sink *imageSink) (json.RawMessage, error) {
 	var msgs []json.RawMessage
 	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
 		return nil, fmt.Errorf("messages must be a non-empty list of message objects")
@@ -40,11 +57,7 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int, sink *imageSi
 		return fmt.Errorf("messages[%d] must be an object", i)
 	}
 	out.WriteByte('{')
-	role, callID := "", ""
-	images := 0
-	if sink != nil {
-		images = len(sink.images)
-	}
+	n := newMessageState(i, sink)
 	for first := true; d.More(); first = false {
 		k, _ := d.Token()
 		key, _ := k.(string)
@@ -52,28 +65,9 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int, sink *imageSi
 		if err := d.Decode(&v); err != nil {
 			return fmt.Errorf("messages[%d].%s: %v", i, key, err)
 		}
-		switch key {
-		case "role":
-			if json.Unmarshal(v, &role) != nil {
-				return fmt.Errorf("messages[%d].role must be a string", i)
-			}
-		case "content":
-			field := fmt.Sprintf("messages[%d].content", i)
-			flat, err := flattenContent(v, field, sink)
-			if _, named := err.(*fieldError); named {
-				return err
-			} else if err != nil {
-				return fmt.Errorf("%s: %v", field, err)
-			}
-			v = flat
-		case "tool_calls":
-			calls, err := normalizeToolCalls(v, i)
-			if err != nil {
-				return err
-			}
-			v = calls
-		case "tool_call_id":
-			_ = json.Unmarshal(v, &callID)
+		v, err := n.member(key, v)
+		if err != nil {
+			return err
 		}
 		if !first {
 			out.WriteByte(',')
@@ -83,19 +77,82 @@ func normalizeMessage(out *bytes.Buffer, m json.RawMessage, i int, sink *imageSi
 		out.WriteByte(':')
 		out.Write(v)
 	}
-	if sink != nil && len(sink.images) > images && role != "user" {
-		return fieldErrorf(sink.images[images].Field, "images belong to user messages, not %s", role)
+	if err := n.check(); err != nil {
+		return err
+	}
+	out.WriteByte('}')
+	return nil
+}
+
+// messageState is what normalizing message i learns from its members.
+type messageState struct {
+	i            int
+	sink         *imageSink
+	images       int // the sink's images before this message
+	role, callID string
+}
+
+func newMessageState(i int, sink *imageSink) messageState {
+	n := messageState{i: i, sink: sink}
+	if sink != nil {
+		n.images = len(sink.images)
+	}
+	return n
+}
+
+// member checks one member of the message and returns the value to
+// write for it.
+func (n *messageState) member(key string, v json.RawMessage) (json.RawMessage, error) {
+	i := n.i
+	switch key {
+	case "role":
+		if v[0] == '"' && fastString(v, &n.role) {
+			break
+		}
+		if json.Unmarshal(v, &n.role) != nil {
+			return nil, fmt.Errorf("messages[%d].role must be a string", i)
+		}
+	case "content":
+		if v[0] != '[' { // what flattenContent leaves as it is
+			break
+		}
+		field := fmt.Sprintf("messages[%d].content", i)
+		flat, err := flattenContent(v, field, n.sink)
+		if _, named := err.(*fieldError); named {
+			return nil, err
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %v", field, err)
+		}
+		v = flat
+	case "tool_calls":
+		calls, err := normalizeToolCalls(v, i)
+		if err != nil {
+			return nil, err
+		}
+		v = calls
+	case "tool_call_id":
+		if v[0] != '"' || !fastString(v, &n.callID) {
+			_ = json.Unmarshal(v, &n.callID)
+		}
+	}
+	return v, nil
+}
+
+// check is the message's verdict once its members are read.
+func (n *messageState) check() error {
+	i, role, sink := n.i, n.role, n.sink
+	if sink != nil && len(sink.images) > n.images && role != "user" {
+		return fieldErrorf(sink.images[n.images].Field, "images belong to user messages, not %s", role)
 	}
 	switch role {
 	case "tool":
-		if callID == "" {
+		if n.callID == "" {
 			return fieldErrorf(fmt.Sprintf("messages[%d].tool_call_id", i), "a message of role tool needs the tool_call_id it answers")
 		}
 	case "system", "user", "assistant", "developer":
 	default:
 		return fmt.Errorf("messages[%d].role %q is not system, user, assistant or tool", i, role)
 	}
-	out.WriteByte('}')
 	return nil
 }
 
