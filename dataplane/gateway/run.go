@@ -67,6 +67,7 @@ func (g *Gateway) serveOn(req *genRequest, out sink) int {
 	if req.needsSampling() {
 		rr.Needs |= wire.FeatureSampling
 	}
+	_, rr.Split = out.(*output) // one client stream: a split's two engines can serve it (disagg.go)
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		t0 := time.Now()
 		d, err := g.Router.Route(rr)
@@ -81,6 +82,9 @@ func (g *Gateway) serveOn(req *genRequest, out sink) int {
 		}
 		lastErr = err
 		rr.Exclude = append(rr.Exclude, d.Engine)
+		if d.Prefill != nil {
+			rr.Exclude = append(rr.Exclude, d.Prefill.Engine)
+		}
 		g.Log.Warn("re-routing before first token", "request", req.id, "engine", d.Engine.Addr, "err", err)
 	}
 	return req.fail(out, &api.Error{Status: 502, Message: "engines failed before the first token: " + errString(lastErr)})
@@ -148,6 +152,9 @@ func (a *attempt) completion() int {
 // attempt runs one attempt on the decided engine and releases its
 // reservation however the attempt ends (a panic included).
 func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision, out sink) (status int, retry bool, err error) {
+	if d.Prefill != nil {
+		return g.attemptSplit(req, gen, d, out) // disagg.go
+	}
 	defer d.Done() // idempotent: a finished stream released it already
 	base, lora, ok := d.Engine.Resolve(req.Model)
 	if !ok {
@@ -177,10 +184,7 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 // reached the client and another engine may serve the request. A client
 // that leaves ends the stream and aborts its response (499).
 func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out sink, obs *attemptObs) (status int, retry bool, err error) {
-	// With tools, special tokens are text (vLLM's chat endpoint sets
-	// skip_special_tokens false then): some models' call markers are.
-	keepSpecial := req.parser.Tools != nil
-	a := &attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now(), obs: obs}
+	a := g.newAttempt(req, d, s, out, obs)
 	defer func() { obs.end(status, retry, err, a.completion()) }()
 	timeout := time.NewTimer(g.FirstTokenTimeout)
 	defer timeout.Stop()
@@ -205,6 +209,14 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 		}
 		s.Release(evs) // handled: their arrays take the next frames
 	}
+}
+
+// newAttempt is the state of streaming s to out.
+func (g *Gateway) newAttempt(req *genRequest, d *route.Decision, s *engine.Stream, out sink, obs *attemptObs) *attempt {
+	// With tools, special tokens are text (vLLM's chat endpoint sets
+	// skip_special_tokens false then): some models' call markers are.
+	keepSpecial := req.parser.Tools != nil
+	return &attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now(), obs: obs}
 }
 
 // handle applies one stream event; done says the attempt is over.

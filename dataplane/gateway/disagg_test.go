@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/wire"
+)
+
+// splitFleet is a gateway before one prefill engine (prefill-0) and one
+// decode engine (decode-0), whose decode batch the router sees busy, so
+// that a long prompt is served disaggregated.
+type splitFleet struct {
+	*testGateway
+	router          *route.Router
+	prefill, decode *sim.Server
+	pe, de          *engine.Engine
+}
+
+func startSplitFleet(t *testing.T, decodeMod func(*sim.Config)) *splitFleet {
+	t.Helper()
+	tok, err := tokenize.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &splitFleet{}
+	var addrs []string
+	for _, role := range []wire.EngineRole{wire.RolePrefill, wire.RoleDecode} {
+		cfg := sim.DefaultConfig()
+		cfg.ID, cfg.Rank.Model, cfg.Rank.Profile = role.String()+"-0", model, sim.ZeroProfile
+		cfg.Rank.NoRandomEOS, cfg.Rank.Disagg.Role = true, role
+		if role == wire.RoleDecode && decodeMod != nil {
+			decodeMod(&cfg)
+		}
+		s, err := sim.NewServer(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = s.Serve(ln) }()
+		t.Cleanup(s.Close)
+		addrs = append(addrs, ln.Addr().String())
+		if role == wire.RolePrefill {
+			f.prefill = s
+		} else {
+			f.decode = s
+		}
+	}
+	pcfg := engine.DefaultConfig()
+	pcfg.Logger = slog.New(slog.DiscardHandler)
+	pool := engine.NewPool(pcfg, kvstore.New(kvstore.Options{}), addrs)
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pool.WaitReady(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	f.pe, f.de = pool.Engines()[0], pool.Engines()[1]
+	if f.pe.Info().ID != "prefill-0" {
+		f.pe, f.de = f.de, f.pe
+	}
+	f.router = route.New(pool, route.PolicyKV, route.DefaultWeights())
+	// A decode batch the router counts on the decode engine.
+	busy, err := f.router.Route(&route.Request{Model: model, Tokens: []uint32{1, 2, 3}})
+	if err != nil || busy.Engine != f.de {
+		t.Fatalf("busy request: %v", err)
+	}
+	busy.FirstToken()
+	busy.Generated(40000)
+	t.Cleanup(busy.Done)
+	logs := &syncBuffer{}
+	g := &Gateway{Tok: tok, Router: f.router, Pool: pool, Log: slog.New(slog.NewTextHandler(logs, nil)),
+		Retries: 1, FirstTokenTimeout: time.Minute}
+	f.testGateway = serveGateway(t, g, logs)
+	return f
+}
+
+// longPrompt is a prompt of some 2,000 tokens, none of them cached.
+func longPrompt(salt int) string {
+	var sb strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&sb, "w%d_%d ", salt, i)
+	}
+	return sb.String()
+}
+
+// idle waits until neither engine carries a reservation of the gateway's
+// requests (the decode engine keeps the test's busy one).
+func (f *splitFleet) idle(t *testing.T) {
+	t.Helper()
+	waitInflightZero(t, f.srv)
+	if p, d := f.router.Inflight(f.pe), f.router.Inflight(f.de); p.Requests != 0 || d.Requests != 1 {
+		t.Fatalf("reservations left: prefill %+v, decode %+v", p, d)
+	}
+}
+
+// TestSplitStream: a long prompt is prefilled on the prefill engine and
+// decoded on the decode engine; the client gets one stream of exactly
+// max_tokens tokens (one logprob each), both engines named.
+func TestSplitStream(t *testing.T) {
+	f := startSplitFleet(t, nil)
+	body := `{"model":"` + model + `","prompt":"` + longPrompt(1) + `","max_tokens":20,"stream":true,"stream_options":{"include_usage":true},"logprobs":1}`
+	resp, out := post(t, f.base+"/v1/completions", "", body)
+	if resp.StatusCode != 200 || resp.Header.Get("x-kvgate-engine") != "decode-0" || resp.Header.Get(prefillEngineHeader) != "prefill-0" {
+		t.Fatalf("%d engine %q prefill engine %q: %s", resp.StatusCode, resp.Header.Get("x-kvgate-engine"), resp.Header.Get(prefillEngineHeader), out)
+	}
+	tokens, usage := 0, map[string]any(nil)
+	for _, ev := range sseData(t, out) {
+		for _, c := range ev["choices"].([]any) {
+			if lp, ok := c.(map[string]any)["logprobs"].(map[string]any); ok {
+				tokens += len(lp["tokens"].([]any))
+			}
+		}
+		if u, ok := ev["usage"].(map[string]any); ok {
+			usage = u
+		}
+	}
+	if tokens != 20 || usage == nil || usage["completion_tokens"] != 20.0 {
+		t.Fatalf("%d tokens streamed, usage %v: %s", tokens, usage, out)
+	}
+	f.idle(t)
+	// A short prompt is served aggregated, on the decode engine.
+	resp, out = post(t, f.base+"/v1/completions", "", `{"model":"`+model+`","prompt":"hi","max_tokens":3}`)
+	if resp.StatusCode != 200 || resp.Header.Get("x-kvgate-engine") != "decode-0" || resp.Header.Get(prefillEngineHeader) != "" {
+		t.Fatalf("short prompt: %d %v: %s", resp.StatusCode, resp.Header, out)
+	}
+	f.idle(t)
+}
+
+// TestSplitTransferFails: a transfer that cannot complete ends the
+// client's stream, after its first token, with an in-stream error, and
+// releases both reservations.
+func TestSplitTransferFails(t *testing.T) {
+	f := startSplitFleet(t, func(c *sim.Config) { c.Rank.Disagg.Link = sim.TierLink{GBps: 1e-6, Latency: time.Hour} })
+	body := `{"model":"` + model + `","prompt":"` + longPrompt(2) + `","max_tokens":20,"stream":true}`
+	resp, out := post(t, f.base+"/v1/completions", "", body)
+	if resp.StatusCode != 200 || !strings.Contains(out, `"error"`) || !strings.Contains(out, "mid-stream") {
+		t.Fatalf("%d: %s", resp.StatusCode, out)
+	}
+	f.idle(t)
+}
+
+// TestSplitPrefillDies: the prefill engine going away after the hand-off,
+// before its KV reached the decode engine, ends the client's stream with
+// an in-stream error and cancels the decode side.
+func TestSplitPrefillDies(t *testing.T) {
+	f := startSplitFleet(t, func(c *sim.Config) { c.Rank.Disagg.Link = sim.TierLink{GBps: 25, Latency: 20 * time.Second} })
+	body := `{"model":"` + model + `","prompt":"` + longPrompt(3) + `","max_tokens":20,"stream":true}`
+	req, _ := http.NewRequest("POST", f.base+"/v1/completions", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var got strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		got.WriteString(line + "\n")
+		if strings.HasPrefix(line, "data: {") && !strings.Contains(line, `"error"`) && f.prefill != nil {
+			f.prefill.Close() // the first token is out: the prefill engine dies
+			f.prefill = nil
+		}
+	}
+	if resp.Header.Get(prefillEngineHeader) != "prefill-0" || !strings.Contains(got.String(), "ended before its KV reached") {
+		t.Fatalf("%v: %s", resp.Header, got.String())
+	}
+	waitInflightZero(t, f.srv)
+	if d := f.router.Inflight(f.de); d.Requests != 1 {
+		t.Fatalf("decode reservations left: %+v", d)
+	}
+}
