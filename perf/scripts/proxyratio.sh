@@ -9,7 +9,10 @@
 # run), which a busy machine disturbs far less than requests/s.
 # Usage: perf/scripts/proxyratio.sh [rounds] [seconds] [connections] [tokens]
 # Needs wrk and nginx (apt-get install wrk nginx-light). KVGATE_BIN uses a
-# kvgate built elsewhere (an older commit, for before and after).
+# kvgate built elsewhere (an older commit, for before and after);
+# KVGATE_BASE starts a second kvgate (the "before" build) that takes its
+# turn in every round too, so before, after and nginx share each round's
+# load: its ratio and CPU per request are printed beside kvgate's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-5}
@@ -22,8 +25,19 @@ trap 'kill $(jobs -p) 2>/dev/null || true; nginx -p "$work" -c nginx.conf -s sto
 bin=${KVGATE_BIN:-}
 . perf/scripts/proxysetup.sh
 
-# cputicks: kvgate's user plus system CPU time so far, in clock ticks.
-cputicks() { awk '{print $14 + $15}' "/proc/$kvpid/stat"; }
+basepid=
+if [ -n "${KVGATE_BASE:-}" ]; then
+  "$KVGATE_BASE" --sim-engines 4 --sim-profile zero --listen 127.0.0.1:18090 --admin-listen 127.0.0.1:19095 \
+    --log-level warn 2>"$work/base.log" &
+  basepid=$!
+  for _ in $(seq 100); do curl -sf 127.0.0.1:18090/ready >/dev/null && break; sleep 0.1; done
+fi
+
+# cputicks [PID]: a kvgate's user plus system CPU time so far, in clock ticks.
+cputicks() { awk '{print $14 + $15}' "/proc/${1:-$kvpid}/stat"; }
+
+# cpuper TICKS REQUESTS: microseconds of CPU per request.
+cpuper() { awk -v t="$1" -v n="$2" -v hz="$tck" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}'; }
 tck=$(getconf CLK_TCK)
 
 # run PORT: prints "requests/s p99_ms requests" of one wrk run.
@@ -38,26 +52,47 @@ run() {
 
 wrk -t2 -c"$conns" -d1s -s "$work/post.lua" http://127.0.0.1:18080/v1/completions >/dev/null # warm both
 wrk -t2 -c"$conns" -d1s -s "$work/post.lua" http://127.0.0.1:18180/v1/completions >/dev/null
-echo "== $rounds rounds of ${secs}s, $conns connections, max_tokens $tokens: kvgate then nginx each round"
-printf '%-6s %12s %10s %12s %10s %8s %10s %14s\n' round kvgate_rps k_p99_ms nginx_rps n_p99_ms ratio p99_diff k_cpu_us/req
+[ -z "$basepid" ] || wrk -t2 -c"$conns" -d1s -s "$work/post.lua" http://127.0.0.1:18090/v1/completions >/dev/null
+echo "== $rounds rounds of ${secs}s, $conns connections, max_tokens $tokens: ${basepid:+base kvgate, }kvgate then nginx each round"
+printf '%-6s %12s %10s %12s %10s %8s %10s %14s' round kvgate_rps k_p99_ms nginx_rps n_p99_ms ratio p99_diff k_cpu_us/req
+[ -z "$basepid" ] && echo || printf ' %10s %10s %8s %14s\n' base_rps b_p99_ms b_ratio b_cpu_us/req
 ratios=()
 cpus=()
+bratios=()
+bcpus=()
 for r in $(seq "$rounds"); do
   prof=
   if [ "$r" = 1 ] && [ -n "${PROFILE:-}" ]; then
     curl -s "http://127.0.0.1:19090/debug/pprof/profile?seconds=$((secs > 6 ? 5 : secs - 1))" -o "$PROFILE" &
     prof=$!
   fi
+  if [ -n "$basepid" ]; then
+    t0=$(cputicks "$basepid")
+    read -r brps bp99 breqs < <(run 18090)
+    bcpu=$(cpuper "$(( $(cputicks "$basepid") - t0 ))" "$breqs")
+    bcpus+=("$bcpu")
+  fi
   t0=$(cputicks)
   read -r krps kp99 kreqs < <(run 18080)
-  cpu=$(awk -v t="$(( $(cputicks) - t0 ))" -v n="$kreqs" -v hz="$tck" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')
+  cpu=$(cpuper "$(( $(cputicks) - t0 ))" "$kreqs")
   cpus+=("$cpu")
   [ -z "$prof" ] || wait "$prof"
   read -r nrps np99 _ < <(run 18180)
   ratio=$(awk -v a="$krps" -v b="$nrps" 'BEGIN {printf "%.3f", a/b}')
   ratios+=("$ratio")
-  printf '%-6s %12s %10s %12s %10s %8s %10s %14s\n' "$r" "$krps" "$kp99" "$nrps" "$np99" "$ratio" \
+  printf '%-6s %12s %10s %12s %10s %8s %10s %14s' "$r" "$krps" "$kp99" "$nrps" "$np99" "$ratio" \
     "$(awk -v a="$kp99" -v b="$np99" 'BEGIN {printf "%+.2f", a-b}')" "$cpu"
+  if [ -n "$basepid" ]; then
+    bratio=$(awk -v a="$brps" -v b="$nrps" 'BEGIN {printf "%.3f", a/b}')
+    bratios+=("$bratio")
+    printf ' %10s %10s %8s %14s\n' "$brps" "$bp99" "$bratio" "$bcpu"
+  else
+    echo
+  fi
 done
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{v[NR]=$1} END {printf "ratio kvgate/nginx: median %.3f, min %.3f, max %.3f over %d rounds\n", v[int((NR+1)/2)], v[1], v[NR], NR}'
 printf '%s\n' "${cpus[@]}" | sort -n | awk '{v[NR]=$1} END {printf "kvgate CPU per request (all its threads, engines included): median %.1f us, min %.1f, max %.1f\n", v[int((NR+1)/2)], v[1], v[NR]}'
+if [ -n "$basepid" ]; then
+  printf '%s\n' "${bratios[@]}" | sort -n | awk '{v[NR]=$1} END {printf "base ratio kvgate/nginx: median %.3f, min %.3f, max %.3f over %d rounds\n", v[int((NR+1)/2)], v[1], v[NR], NR}'
+  printf '%s\n' "${bcpus[@]}" | sort -n | awk '{v[NR]=$1} END {printf "base CPU per request: median %.1f us, min %.1f, max %.1f\n", v[int((NR+1)/2)], v[1], v[NR]}'
+fi
