@@ -29,7 +29,7 @@ type splitFleet struct {
 	pe, de          *engine.Engine
 }
 
-func startSplitFleet(t *testing.T, decodeMod func(*sim.Config)) *splitFleet {
+func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...func(*sim.Config)) *splitFleet {
 	t.Helper()
 	tok, err := tokenize.Builtin()
 	if err != nil {
@@ -43,6 +43,9 @@ func startSplitFleet(t *testing.T, decodeMod func(*sim.Config)) *splitFleet {
 		cfg.Rank.NoRandomEOS, cfg.Rank.Disagg.Role = true, role
 		if role == wire.RoleDecode && decodeMod != nil {
 			decodeMod(&cfg)
+		}
+		if role == wire.RolePrefill && len(prefillMod) > 0 {
+			prefillMod[0](&cfg)
 		}
 		s, err := sim.NewServer(cfg)
 		if err != nil {
@@ -183,5 +186,41 @@ func TestSplitPrefillDies(t *testing.T) {
 	waitInflightZero(t, f.srv)
 	if d := f.router.Inflight(f.de); d.Requests != 1 {
 		t.Fatalf("decode reservations left: %+v", d)
+	}
+}
+
+// TestSplitDecodeDiesBeforeHandoff: the decode engine going away while
+// the prefill engine works costs the client no token: the request is
+// routed again (here to no engine left: a 503 before any output) and both
+// reservations are released.
+func TestSplitDecodeDiesBeforeHandoff(t *testing.T) {
+	f := startSplitFleet(t, nil, func(c *sim.Config) {
+		c.Rank.Profile, c.Speed = sim.DefaultProfile, 0.05 // a 2,000-token prefill takes seconds
+	})
+	type answer struct {
+		resp *http.Response
+		body string
+	}
+	done := make(chan answer, 1)
+	go func() {
+		body := `{"model":"` + model + `","prompt":"` + longPrompt(4) + `","max_tokens":20,"stream":true}`
+		resp, out := post(t, f.base+"/v1/completions", "", body)
+		done <- answer{resp, out}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for f.router.Inflight(f.pe).Requests == 0 { // the prefill side is on its way
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the prefill engine")
+		}
+		time.Sleep(5 * time.Millisecond) // the poll interval
+	}
+	f.decode.Close()
+	a := <-done
+	if a.resp.StatusCode != 503 || strings.Contains(a.body, "data:") || a.resp.Header.Get(prefillEngineHeader) != "" {
+		t.Fatalf("%d %v: %s", a.resp.StatusCode, a.resp.Header, a.body)
+	}
+	waitInflightZero(t, f.srv)
+	if p := f.router.Inflight(f.pe); p.Requests != 0 || p.PrefillTokens != 0 || p.DecodeTokens != 0 {
+		t.Fatalf("prefill reservation left: %+v", p)
 	}
 }
