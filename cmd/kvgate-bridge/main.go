@@ -72,6 +72,7 @@ type config struct {
 	blockSize, dpRanks, dpRank, maxBatched, offloadBlockSize, maxModelLen            int
 	hashSeed, gpuBlocks                                                              uint64
 	loras                                                                            []vllm.LoRA
+	groups                                                                           []wire.Group // --kv-cache-groups
 	secret                                                                           []byte
 	metricsEvery, slotsEvery, connectTimeout, drain                                  time.Duration
 	logLevel                                                                         slog.Level
@@ -98,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.model, "model", "", "the model name the engine serves (required)")
 	fs.StringVar(&c.id, "id", host+"-bridge", "engine id announced to routers")
 	fs.IntVar(&c.blockSize, "block-size", 16, "the engine's KV block size in tokens (vLLM --block-size, SGLang --page-size)")
+	groups := fs.String("kv-cache-groups", "", "vLLM hybrid models: the KV cache groups in vLLM's order, announced to routers and indexed apart, e.g. sliding_window:128,full (gpt-oss) or mamba,mamba,mamba,full (Qwen3-Next); each may end in @BLOCK_SIZE (default: one cache; only the first full-attention group is then indexed)")
 	fs.IntVar(&c.offloadBlockSize, "offload-block-size", 0, "vLLM offloading: the offloaded block size in tokens (kv_connector_extra_config block_size), for events that say 0; 0: one GPU block")
 	fs.Uint64Var(&c.hashSeed, "hash-seed", 0, "seed of kvgate's block hashes (routers take it from the handshake)")
 	fs.IntVar(&c.dpRanks, "dp-ranks", 1, "data-parallel ranks; rank r's events come from the endpoint's port + r, as vLLM publishes them")
@@ -144,6 +146,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if err := c.checkDPRank(fs, host); err != nil {
 		return nil, err
 	}
+	gs, gerr := vllm.ParseGroups(*groups, c.blockSize)
+	if gerr != nil {
+		return nil, fmt.Errorf("--kv-cache-groups: %w", gerr)
+	}
+	c.groups = gs
 	if c.offloadBlockSize < 0 || c.offloadBlockSize%c.blockSize != 0 {
 		return nil, fmt.Errorf("--offload-block-size %d: a multiple of --block-size %d", c.offloadBlockSize, c.blockSize)
 	}

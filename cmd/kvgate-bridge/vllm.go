@@ -94,6 +94,7 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 	}
 	t := vllm.NewTranslator(h, c.loras)
 	t.OffloadBlockSize = c.offloadBlockSize
+	t.SetGroups(c.groups)
 	vb := &vllmBridge{Bridge: vllm.NewBridge(e, t, c.dpRanks, capacity), c: c, log: log}
 	vb.FirstRank = first
 	vb.Tiers = c.tiers
@@ -126,6 +127,9 @@ func (vb *vllmBridge) handshake() wire.Handshake {
 	}
 	for _, l := range vb.c.loras {
 		hs.LoRAs = append(hs.LoRAs, wire.LoRA{ID: l.WireID, Name: l.Name})
+	}
+	if hs.Groups = vb.c.groups; hs.Groups != nil {
+		hs.Features |= wire.FeatureHybridGroups // sent only to routers that ask (wire.AcceptHandshake)
 	}
 	return hs
 }

@@ -1,6 +1,13 @@
 package vllm
 
-import "github.com/kvgate/kvgate/wire"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/wire"
+)
 
 // rankGroup names one KV cache group's table of a rank.
 type rankGroup struct {
@@ -101,4 +108,54 @@ func (t *Translator) clearRank(rank int) {
 	for _, tb := range t.rankTables(rank) {
 		clear(tb)
 	}
+}
+
+// ParseGroups reads a hybrid model's KV cache groups as an operator writes
+// them, in vLLM's group order, comma-separated: "full", "sliding_window:W"
+// (W tokens) or "mamba", each optionally "@B" for a block size B other
+// than blockSize (a multiple of it), e.g. "sliding_window:128,full" for
+// gpt-oss or "mamba,mamba,mamba,full" for Qwen3-Next. "" is no groups.
+func ParseGroups(spec string, blockSize int) ([]wire.Group, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	var out []wire.Group
+	for i, item := range strings.Split(spec, ",") {
+		kindWin, bsText, hasBS := strings.Cut(strings.TrimSpace(item), "@")
+		kindText, winText, hasWin := strings.Cut(kindWin, ":")
+		g := wire.Group{BlockSize: uint32(blockSize)}
+		kind, ok := specKind(kindText)
+		if !ok && kindText == "full" {
+			kind, ok = wire.GroupFull, true
+		}
+		if !ok {
+			return nil, fmt.Errorf("group %d: kind %q (want full, sliding_window:W or mamba)", i, kindText)
+		}
+		g.Kind = kind
+		if hasWin != (kind == wire.GroupSlidingWindow) {
+			return nil, fmt.Errorf("group %d (%s): a window goes with sliding_window, and only with it", i, item)
+		}
+		if hasWin {
+			w, err := strconv.ParseUint(winText, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("group %d: window %q: %w", i, winText, err)
+			}
+			g.Window = uint32(w)
+		}
+		if hasBS {
+			b, err := strconv.ParseUint(bsText, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("group %d: block size %q: %w", i, bsText, err)
+			}
+			g.BlockSize = uint32(b)
+		}
+		if _, err := kvstore.GroupOf(kvstore.GroupKind(g.Kind), int(g.BlockSize), int(g.Window), blockSize); err != nil {
+			return nil, fmt.Errorf("group %d (%s): %w", i, item, err)
+		}
+		out = append(out, g)
+	}
+	if len(out) > wire.MaxGroups {
+		return nil, fmt.Errorf("%d groups, at most %d", len(out), wire.MaxGroups)
+	}
+	return out, nil
 }

@@ -193,3 +193,17 @@ func kvEvents(evs []wire.Event) []kvstore.Event {
 	}
 	return out
 }
+
+func TestParseGroups(t *testing.T) {
+	gs, err := vllm.ParseGroups("sliding_window:128, full, mamba@64", 16)
+	want := []wire.Group{{Kind: wire.GroupSlidingWindow, BlockSize: 16, Window: 128}, {Kind: wire.GroupFull, BlockSize: 16},
+		{Kind: wire.GroupMamba, BlockSize: 64}}
+	if err != nil || !slices.Equal(gs, want) {
+		t.Fatalf("got %+v, %v; want %+v", gs, err, want)
+	}
+	for _, bad := range []string{"sparse", "sliding_window", "full:64", "mamba@24", "full@x"} {
+		if _, err := vllm.ParseGroups(bad, 16); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
