@@ -1,10 +1,11 @@
 package gateway
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -240,8 +241,15 @@ func (g *Gateway) authorized(r *httpx.Request) bool {
 	return ok && strings.EqualFold(scheme, "Bearer") && keys[strings.TrimLeft(token, " ")]
 }
 
+// newRequestID is 96 random bits in hex. They come from the runtime's
+// per-thread ChaCha8 generator (math/rand/v2), seeded by the OS: an id
+// must be unique, not secret, and crypto/rand's system call was 2% of
+// the router's CPU under proxybench.
 func newRequestID() string {
 	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint32(b[8:], rand.Uint32())
+	var out [24]byte
+	hex.Encode(out[:], b[:])
+	return string(out[:])
 }

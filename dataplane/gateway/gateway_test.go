@@ -253,3 +253,19 @@ func TestRouteError(t *testing.T) {
 		}
 	}
 }
+
+// TestNewRequestID: fresh ids are 24 lowercase hex digits, unique, in
+// one allocation.
+func TestNewRequestID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newRequestID()
+		if len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" || seen[id] {
+			t.Fatalf("id %q (seen %v)", id, seen[id])
+		}
+		seen[id] = true
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = newRequestID() }); n != 1 {
+		t.Fatalf("%v allocations per id", n)
+	}
+}
