@@ -95,10 +95,13 @@ func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled boo
 			}
 		}
 	}
+	w := r.weights()
+	if w.MaxInflight > 0 { // an engine at its bound takes neither side
+		prefill, decode = r.withRoom(nil, prefill), r.withRoom(nil, decode)
+	}
 	if len(prefill) == 0 || len(decode) == 0 {
 		return nil, false, nil
 	}
-	w := r.weights()
 	ps, err := r.scoreSides(s, prefill, req, w)
 	if err != nil {
 		return nil, true, err
@@ -107,10 +110,10 @@ func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled boo
 	if err != nil {
 		return nil, true, err
 	}
-	agg := bestBy(ds, func(x *disaggSide) float64 { return x.cost + x.stall })
-	p := bestBy(ps, func(x *disaggSide) float64 { return x.cost })
 	n := len(req.Tokens)
-	dec := bestBy(ds, func(x *disaggSide) float64 { return r.decodeCost(w, x, n, req) })
+	agg := bestBy(w, ds, func(x *disaggSide) float64 { return x.cost + x.stall })
+	p := bestBy(w, ps, func(x *disaggSide) float64 { return x.cost })
+	dec := bestBy(w, ds, func(x *disaggSide) float64 { return r.decodeCost(w, x, n, req) })
 	if agg == nil || p == nil || dec == nil {
 		return nil, false, nil
 	}
@@ -207,16 +210,18 @@ func (r *Router) hasPrefill() bool {
 	return false
 }
 
-// bestBy returns the side of least cost f (nil: none, or all infinite).
-func bestBy(xs []disaggSide, f func(*disaggSide) float64) *disaggSide {
-	var best *disaggSide
-	bestCost := math.Inf(1)
+// bestBy returns a side of least cost f, near-ties picked at random as
+// Route picks them (nil: none, or all infinite).
+func bestBy(w *Weights, xs []disaggSide, f func(*disaggSide) float64) *disaggSide {
+	costs := make([]float64, len(xs))
 	for i := range xs {
-		if c := f(&xs[i]); c < bestCost {
-			best, bestCost = &xs[i], c
-		}
+		costs[i] = f(&xs[i])
 	}
-	return best
+	i := w.PickNearTie(costs)
+	if i < 0 || math.IsInf(costs[i], 1) {
+		return nil
+	}
+	return &xs[i]
 }
 
 func slicesHas(es []*engine.Engine, e *engine.Engine) bool {
