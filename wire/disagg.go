@@ -150,8 +150,8 @@ func (h *Handoff) validate(kvTransfer int) error {
 
 // appendKVTransfer writes a hand-off frame's kv_transfer section.
 func (m *TokensMsg) appendKVTransfer(e *encoder) {
-	if e.err == nil && (len(m.KVTransfer) == 0 || !m.First()) {
-		e.err = fmt.Errorf("encoding TOKENS: a hand-off frame needs FIRST and kv_transfer: %w", ErrBadValue)
+	if e.err == nil && (len(m.KVTransfer) == 0 || !m.First() || m.Tokens.Len() != 1) {
+		e.err = fmt.Errorf("encoding TOKENS: a hand-off frame needs FIRST, one token and kv_transfer: %w", ErrBadValue)
 		return
 	}
 	e.bytes32(m.KVTransfer, "kv_transfer")
@@ -160,7 +160,7 @@ func (m *TokensMsg) appendKVTransfer(e *encoder) {
 // decodeKVTransfer reads a hand-off frame's kv_transfer section.
 func (m *TokensMsg) decodeKVTransfer(c *cursor) {
 	m.KVTransfer = c.bytes32("kv_transfer")
-	if c.err == nil && (len(m.KVTransfer) == 0 || !m.First() || m.Last()) {
-		c.fail(fmt.Errorf("a hand-off frame must be FIRST, not LAST, with kv_transfer: %w", ErrBadValue), "kv_transfer")
+	if c.err == nil && (len(m.KVTransfer) == 0 || !m.First() || m.Last() || m.Tokens.Len() != 1) {
+		c.fail(fmt.Errorf("a hand-off frame must be FIRST, not LAST, with one token and kv_transfer: %w", ErrBadValue), "kv_transfer")
 	}
 }

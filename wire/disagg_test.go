@@ -97,6 +97,7 @@ func TestHandoffRefused(t *testing.T) {
 	for _, m := range []TokensMsg{
 		{Flags: TokHandoff, Tokens: TokensOf([]uint32{1}), KVTransfer: []byte("p")},
 		{Flags: TokFirst | TokHandoff, Tokens: TokensOf([]uint32{1})},
+		{Flags: TokFirst | TokHandoff, Tokens: TokensOf([]uint32{1, 2}), KVTransfer: []byte("p")},
 	} {
 		if _, err := m.AppendPayload(nil); !errors.Is(err, ErrBadValue) {
 			t.Errorf("encoding %+v: %v", m, err)
