@@ -203,7 +203,10 @@ type configJSON struct {
 	EOSToken     json.RawMessage `json:"eos_token"`
 	AddBOSToken  *bool           `json:"add_bos_token"`
 	AddEOSToken  *bool           `json:"add_eos_token"`
-	ModelMaxLen  float64         `json:"model_max_length"`
+	// TokenizerClass is transformers' class; some rebuild the
+	// post-processor from add_bos_token and add_eos_token (classpost.go).
+	TokenizerClass string  `json:"tokenizer_class"`
+	ModelMaxLen    float64 `json:"model_max_length"`
 }
 
 // tokenString reads a special token given as a string or as

@@ -222,6 +222,9 @@ func (t *Tokenizer) loadConfig(b []byte) error {
 	if c.ModelMaxLen > 0 && c.ModelMaxLen < 1<<31 {
 		t.Config.ModelMaxLength = int(c.ModelMaxLen)
 	}
+	if err := t.classPostProcessor(&c); err != nil {
+		return err
+	}
 	src, err := chatTemplateSource(c.ChatTemplate)
 	if err != nil {
 		return err

@@ -2,14 +2,18 @@
 // tokenizers through its Node binding (npm tokenizers, as pinned in
 // package.json). Reads one JSON request on stdin:
 //   {"file": path of a tokenizer.json, or "json": its text,
+//    "config": tokenizer_config.json's text (optional),
 //    "encode": [{"text", "addSpecial"}], "decode": [{"ids", "skip"}],
 //    "bench": {"texts": {name: text}, "seconds": s}}
 // and writes {"encode": [ids], "decode": [text], "bench": {name: MB/s}}.
 import fs from "node:fs";
 import { Tokenizer } from "tokenizers";
+import { classPostProcessor } from "./classpost.mjs";
 
 const req = JSON.parse(fs.readFileSync(0, "utf8"));
 const tok = req.file ? Tokenizer.fromFile(req.file) : Tokenizer.fromString(req.json);
+if (req.config) classPostProcessor(tok, JSON.parse(req.config));
+
 const out = { encode: [], decode: [], bench: {} };
 for (const e of req.encode ?? []) {
   const enc = await tok.encode(e.text, null, { addSpecialTokens: !!e.addSpecial });

@@ -111,6 +111,7 @@ func requireTokenizerPackages(t *testing.T) {
 type hfRequest struct {
 	File   string      `json:"file,omitempty"`
 	JSON   string      `json:"json,omitempty"`
+	Config string      `json:"config,omitempty"` // tokenizer_config.json: its class may rebuild the post-processor
 	Encode []hfEncode  `json:"encode,omitempty"`
 	Decode []hfDecode  `json:"decode,omitempty"`
 	Bench  *hfBenchReq `json:"bench,omitempty"`
@@ -244,7 +245,8 @@ func TestTokenizerFamilies(t *testing.T) {
 		t.Run(fam.name, func(t *testing.T) {
 			tj, tok := loadFamily(t, fam.pkg, fam.edit)
 			corpus := familyCorpus(t, fam.special)
-			req := &hfRequest{JSON: string(tj)}
+			cj, _ := os.ReadFile(filepath.Join(familyDir(fam.pkg), "tokenizer_config.json"))
+			req := &hfRequest{JSON: string(tj), Config: string(cj)}
 			for _, s := range corpus {
 				req.Encode = append(req.Encode, hfEncode{Text: s}, hfEncode{Text: s, AddSpecial: true})
 			}

@@ -27,6 +27,7 @@ const e2e = new URL("../../../../perf/e2e/", import.meta.url);
 const require = createRequire(new URL("package.json", e2e));
 const { Tokenizer } = require("tokenizers");
 const { Template } = await import("@huggingface/jinja"); // this folder's own package.json
+const { classPostProcessor } = await import(new URL("classpost.mjs", e2e)); // transformers' class post-processors
 const chatCases = JSON.parse(fs.readFileSync(new URL("../family_chat_cases.json", import.meta.url)));
 
 const common = [
@@ -146,6 +147,8 @@ for (const fam of families) {
 
   const whole = Tokenizer.fromString(JSON.stringify(full));
   const small = Tokenizer.fromString(JSON.stringify(part));
+  classPostProcessor(whole, config);
+  classPostProcessor(small, config);
   const golden = { licence: fam.licence, encode: [], decode: [], chat: [] };
   for (const c of chats) {
     if (c.text !== undefined) c.ids = (await whole.encode(c.text, null, { addSpecialTokens: false })).getIds();
