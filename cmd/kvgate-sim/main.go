@@ -49,7 +49,7 @@ func run(args []string, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	cfg.Logger.Info("kvgate-sim serving", "addr", ln.Addr().String(), "id", cfg.ID, "model", cfg.Rank.Model,
 		"block_size", cfg.Rank.BlockSize, "gpu_blocks", cfg.Rank.GPUBlocks, "cpu_blocks", cfg.Rank.CPUBlocks, "disk_blocks", cfg.Rank.DiskBlocks,
-		"dp_ranks", cfg.DPRanks, "profile", cfg.Rank.Profile.Name, "speed", cfg.Speed)
+		"dp_ranks", cfg.DPRanks, "profile", cfg.Rank.Profile.Name, "speed", cfg.Speed, "role", cfg.Rank.Disagg.Role.String())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
