@@ -7,27 +7,8 @@ import (
 
 // DecodeMessages decodes an Anthropic POST /v1/messages body.
 func DecodeMessages(body []byte, check ModelCheck) (*Request, *Error) {
-	var b struct {
-		Model         string          `json:"model"`
-		System        json.RawMessage `json:"system"`
-		Messages      json.RawMessage `json:"messages"`
-		MaxTokens     *int64          `json:"max_tokens"`
-		StopSequences []string        `json:"stop_sequences"`
-		Temperature   *float64        `json:"temperature"`
-		TopP          *float64        `json:"top_p"`
-		TopK          *int64          `json:"top_k"`
-		Stream        bool            `json:"stream"`
-		Metadata      struct {
-			UserID string `json:"user_id"`
-		} `json:"metadata"`
-		Tools      json.RawMessage `json:"tools"`
-		ToolChoice json.RawMessage `json:"tool_choice"`
-		foreignFields
-		Thinking *struct {
-			Type string `json:"type"`
-		} `json:"thinking"`
-	}
-	if e := decodeJSON(body, &b); e != nil {
+	var b messagesBody
+	if e := b.decode(body); e != nil {
 		return nil, e
 	}
 	if e := b.foreignFields.refuse("the Messages API"); e != nil {
@@ -87,9 +68,7 @@ func DecodeMessages(body []byte, check ModelCheck) (*Request, *Error) {
 
 // thinkingKwargs maps Anthropic's thinking onto the template's
 // enable_thinking (Qwen3's switch): a model thinks only when asked to.
-func thinkingKwargs(t *struct {
-	Type string `json:"type"`
-}) (map[string]json.RawMessage, *Error) {
+func thinkingKwargs(t *thinkingField) (map[string]json.RawMessage, *Error) {
 	on := false
 	if t != nil {
 		switch t.Type {

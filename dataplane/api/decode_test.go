@@ -41,6 +41,10 @@ var fastCorpus = []string{
 	`{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":false},"add_generation_prompt":false}`,
 	`{"messages":null,"tools":null,"tool_choice":null,"response_format":null,"chat_template_kwargs":null,"add_generation_prompt":null}`,
 	`{"add_generation_prompt":"yes"}`, `{"chat_template_kwargs":[]}`, `{"Messages":[]}`, `{"max_completion_tokens":5}`,
+	`{"metadata":{"user_id":"u"},"metadata":{"other":1}}`, `{"metadata":null}`, `{"metadata":{"USER_ID":"u"}}`, `{"metadata":[]}`,
+	`{"stop_sequences":null}`, `{"stop_sequences":[]}`, `{"stop_sequences":["a","b"],"stop_sequences":["c"]}`, `{"stop_sequences":[1]}`,
+	`{"thinking":null}`, `{"thinking":{"type":"enabled","budget_tokens":1}}`, `{"Thinking":{"type":"enabled"}}`,
+	`{"system":"s","tools":[],"tool_choice":{"type":"auto"},"echo":null,"n":2,"logit_bias":{"1":1}}`,
 	`{"a":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `,"model":"m"}`,
 }
 
@@ -55,7 +59,7 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	for _, s := range fuzzSeeds[:6] {
-		if !new(completionBody).walk([]byte(s)) || !new(chatBody).walk([]byte(s)) {
+		if !new(completionBody).walk([]byte(s)) || !new(chatBody).walk([]byte(s)) || !new(messagesBody).walk([]byte(s)) {
 			t.Errorf("common body took the slow path: %s", s)
 		}
 	}
@@ -71,7 +75,9 @@ func sameAsEncodingJSON(t *testing.T, body []byte) bool {
 	t.Helper()
 	c1, c2 := completionBody{}, completionBody{}
 	h1, h2 := chatBody{}, chatBody{}
-	return sameStruct(t, body, &c1, &c2, c2.walk) && sameStruct(t, body, &h1, &h2, h2.walk)
+	m1, m2 := messagesBody{}, messagesBody{}
+	c, h, m := sameStruct(t, body, &c1, &c2, c2.walk), sameStruct(t, body, &h1, &h2, h2.walk), sameStruct(t, body, &m1, &m2, m2.walk)
+	return c && h && m
 }
 
 func sameStruct(t *testing.T, body []byte, slow, fast any, walk func([]byte) bool) bool {
@@ -111,7 +117,7 @@ func TestDecodeBodyFallsBack(t *testing.T) {
 // embedded structs share one, which encoding/json would drop) and
 // jsonKeys sees them all.
 func TestBodyKeys(t *testing.T) {
-	for _, ty := range []reflect.Type{reflect.TypeFor[completionBody](), reflect.TypeFor[chatBody]()} {
+	for _, ty := range []reflect.Type{reflect.TypeFor[completionBody](), reflect.TypeFor[chatBody](), reflect.TypeFor[messagesBody]()} {
 		n := 0
 		for _, f := range reflect.VisibleFields(ty) {
 			if !f.Anonymous {

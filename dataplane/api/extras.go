@@ -208,3 +208,31 @@ func (f *foreignFields) refuse(api string) *Error {
 	}
 	return nil
 }
+
+// slot is the field that stores key, nil for a key not here (the fast
+// decoder's lookup, decode_anthropic.go).
+func (f *foreignFields) slot(key string) *json.RawMessage {
+	switch key {
+	case "logprobs":
+		return &f.Logprobs
+	case "top_logprobs":
+		return &f.TopLogprobs
+	case "presence_penalty":
+		return &f.PresencePenalty
+	case "frequency_penalty":
+		return &f.FrequencyPenalty
+	case "repetition_penalty":
+		return &f.RepetitionPenalty
+	case "logit_bias":
+		return &f.LogitBias
+	case "min_tokens":
+		return &f.MinTokens
+	case "n":
+		return &f.N
+	case "best_of":
+		return &f.BestOf
+	case "echo":
+		return &f.Echo
+	}
+	return nil
+}
