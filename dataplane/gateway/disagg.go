@@ -35,6 +35,44 @@ type split struct {
 	a        *attempt // the client's stream; set at the hand-off
 	obs      *attemptObs
 	released bool // the prefill side is released: its events are ignored
+	// counted: the transfer's outcome is in the metrics (transferEnded).
+	counted bool
+}
+
+// Outcomes of a hand-off's KV transfer (kvgate_disagg_transfers_total):
+// the decode engine's first frame came (ok); the prefill engine ended, or
+// the decode engine failed, before it (failed); it did not come within
+// FirstTokenTimeout (timeout); the client left first (cancelled).
+const (
+	transferOK        = "ok"
+	transferFailed    = "failed"
+	transferTimeout   = "timeout"
+	transferCancelled = "cancelled"
+)
+
+// observeDisagg counts a decision of a request the router weighed
+// splitting for (route.Router.WeighsSplit).
+func (g *Gateway) observeDisagg(rr *route.Request, d *route.Decision) {
+	if g.Metrics == nil || !g.Router.WeighsSplit(rr) {
+		return
+	}
+	mode := "aggregated"
+	if d.Prefill != nil {
+		mode = "split"
+	}
+	g.Metrics.disaggDecisions.WithLabelValues(mode).Inc()
+}
+
+// transferEnded counts the outcome of the transfer once, if one started
+// (the decode GENERATE went out) and it is not counted yet.
+func (sp *split) transferEnded(outcome string) {
+	if sp.counted || sp.ds == nil {
+		return
+	}
+	sp.counted = true
+	if m := sp.g.Metrics; m != nil {
+		m.disaggTransfers.WithLabelValues(outcome).Inc()
+	}
 }
 
 // attemptSplit runs one attempt of a disaggregated decision d: the
@@ -169,6 +207,7 @@ func (sp *split) handOff(out sink, ev engine.Event) (status int, retry bool, err
 	setPrefillHeader(out, sp.pd)
 	ev.KVTransfer = nil
 	if status, retry, err, done := g.handle(sp.a, ev); done { // the first token, to the client
+		sp.transferEnded(transferCancelled)
 		sp.cancel(wire.CancelClientGone)
 		return status, retry, err, true
 	}
@@ -187,6 +226,7 @@ func (sp *split) follow() (status int, retry bool, err error) {
 		case <-sp.prefillReady():
 			for _, ev := range sp.ps.Take() {
 				if ev.Last { // before the release: the prefill engine died or dropped the KV
+					sp.transferEnded(transferFailed)
 					sp.released = true
 					sp.ds.Cancel(wire.CancelRerouted)
 					return sp.req.fail(a.out, &api.Error{Status: 502,
@@ -195,10 +235,12 @@ func (sp *split) follow() (status int, retry bool, err error) {
 			}
 			continue
 		case <-a.out.goneC():
+			sp.transferEnded(transferCancelled) // after the transfer's end: counted already
 			sp.cancel(wire.CancelClientGone)
 			return a.out.gone(), false, nil
 		case <-transfer.C:
 			if !sp.released {
+				sp.transferEnded(transferTimeout)
 				sp.cancel(wire.CancelTimeout)
 				return sp.req.fail(a.out, &api.Error{Status: 504, Message: "the KV transfer from " + sp.pd.Engine.Info().ID +
 					" to " + sp.d.Engine.Info().ID + " did not complete in time"}), false, nil
@@ -207,7 +249,11 @@ func (sp *split) follow() (status int, retry bool, err error) {
 		}
 		evs := sp.ds.Take()
 		for _, ev := range evs {
+			if ev.Err != nil {
+				sp.transferEnded(transferFailed) // before the first frame (else counted already)
+			}
 			if ev.Err == nil {
+				sp.transferEnded(transferOK)
 				sp.release()
 				ev.First = false // the client's first token came from the prefill side
 				if ev.Last {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
@@ -27,6 +29,7 @@ type splitFleet struct {
 	router          *route.Router
 	prefill, decode *sim.Server
 	pe, de          *engine.Engine
+	reg             *prometheus.Registry // the gateway's metrics
 }
 
 func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...func(*sim.Config)) *splitFleet {
@@ -89,6 +92,8 @@ func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...fu
 	logs := &syncBuffer{}
 	g := &Gateway{Tok: tok, Router: f.router, Pool: pool, Log: slog.New(slog.NewTextHandler(logs, nil)),
 		Retries: 1, FirstTokenTimeout: time.Minute}
+	f.reg = prometheus.NewRegistry()
+	g.Metrics = NewMetrics(f.reg)
 	f.testGateway = serveGateway(t, g, logs)
 	return f
 }
@@ -109,6 +114,40 @@ func (f *splitFleet) idle(t *testing.T) {
 	waitInflightZero(t, f.srv)
 	if p, d := f.router.Inflight(f.pe), f.router.Inflight(f.de); p.Requests != 0 || d.Requests != 1 {
 		t.Fatalf("reservations left: prefill %+v, decode %+v", p, d)
+	}
+}
+
+// counts checks the disaggregation metrics: decisions by mode, then
+// transfers by outcome (ok, failed, timeout, cancelled).
+func (f *splitFleet) counts(t *testing.T, split, aggregated float64, transfers ...float64) {
+	t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(name, label, v string) float64 {
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == label && l.GetValue() == v {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	got := []float64{value("kvgate_disagg_decisions_total", "mode", "split"), value("kvgate_disagg_decisions_total", "mode", "aggregated")}
+	want := []float64{split, aggregated}
+	for i, o := range []string{transferOK, transferFailed, transferTimeout, transferCancelled} {
+		got = append(got, value("kvgate_disagg_transfers_total", "outcome", o))
+		want = append(want, transfers[i])
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("split, aggregated, transfers ok/failed/timeout/cancelled: got %v, want %v", got, want)
 	}
 }
 
@@ -143,6 +182,7 @@ func TestSplitStream(t *testing.T) {
 		t.Fatalf("short prompt: %d %v: %s", resp.StatusCode, resp.Header, out)
 	}
 	f.idle(t)
+	f.counts(t, 1, 1, 1, 0, 0, 0)
 }
 
 // TestSplitTransferFails: a transfer that cannot complete ends the
@@ -156,6 +196,7 @@ func TestSplitTransferFails(t *testing.T) {
 		t.Fatalf("%d: %s", resp.StatusCode, out)
 	}
 	f.idle(t)
+	f.counts(t, 1, 0, 0, 1, 0, 0)
 }
 
 // TestSplitPrefillDies: the prefill engine going away after the hand-off,
@@ -187,6 +228,7 @@ func TestSplitPrefillDies(t *testing.T) {
 	if d := f.router.Inflight(f.de); d.Requests != 1 {
 		t.Fatalf("decode reservations left: %+v", d)
 	}
+	f.counts(t, 1, 0, 0, 1, 0, 0)
 }
 
 // TestSplitDecodeDiesBeforeHandoff: the decode engine going away while

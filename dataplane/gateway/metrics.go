@@ -21,6 +21,9 @@ type Metrics struct {
 	// requests that reached their first token and those of them the engine
 	// served from cache: its hit rate (the admin status page's).
 	enginePrompt, engineCached *prometheus.CounterVec
+	// disaggDecisions and disaggTransfers are disaggregated serving's
+	// (disagg.go): route decisions by mode, hand-offs by outcome.
+	disaggDecisions, disaggTransfers *prometheus.CounterVec
 }
 
 // NewMetrics makes the gateway's metrics and registers them with reg.
@@ -43,8 +46,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Prompt tokens of the requests that reached their first token on the engine."}, []string{"engine"}),
 		engineCached: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvgate_engine_cached_tokens_total",
 			Help: "Of those, the tokens the engine reported served from its cache."}, []string{"engine"}),
+		disaggDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvgate_disagg_decisions_total",
+			Help: "Route decisions that weighed disaggregated serving, by mode (split or aggregated)."}, []string{"mode"}),
+		disaggTransfers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvgate_disagg_transfers_total",
+			Help: "KV hand-offs from a prefill to a decode engine, by outcome (ok, failed, timeout, cancelled)."}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.requests, m.e2e, m.ttft, m.routeSeconds, m.predictedCached, m.reportedCached, m.enginePrompt, m.engineCached)
+	reg.MustRegister(m.requests, m.e2e, m.ttft, m.routeSeconds, m.predictedCached, m.reportedCached, m.enginePrompt, m.engineCached,
+		m.disaggDecisions, m.disaggTransfers)
 	return m
 }
 

@@ -76,6 +76,7 @@ func (g *Gateway) serveOn(req *genRequest, out sink) int {
 		if err != nil {
 			return req.fail(out, routeError(err, req))
 		}
+		g.observeDisagg(rr, d) // disagg.go
 		status, retry, err := g.attempt(req, gen, d, out)
 		if !retry {
 			return status

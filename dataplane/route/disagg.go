@@ -75,7 +75,7 @@ type disaggSide struct {
 // model has prefill engines; handled is false when it has none (or the
 // request cannot be split), and Route goes on as ever.
 func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled bool, err error) {
-	if !req.Split || r.policy != PolicyKV || req.Keys.LoRAID != 0 || !r.hasPrefill() {
+	if !r.WeighsSplit(req) {
 		return nil, false, nil
 	}
 	var prefill, decode []cand
@@ -198,6 +198,14 @@ func (r *Router) reservePair(pd, dd *Decision, n int) {
 		d.tag = rl.pend.Reserve(now, float64(prefill))
 	}
 	r.mu.Unlock()
+}
+
+// WeighsSplit reports whether Route weighs serving req disaggregated:
+// a Split request without an adapter, under kv, with prefill engines in
+// the pool. A decision for it without Prefill was served aggregated
+// because that was cheaper (or no prefill engine had room).
+func (r *Router) WeighsSplit(req *Request) bool {
+	return req.Split && r.policy == PolicyKV && req.Keys.LoRAID == 0 && r.hasPrefill()
 }
 
 // hasPrefill reports whether any engine of the pool is a prefill engine.
