@@ -19,19 +19,24 @@ import (
 // one cost model (Weights.Cost):
 //
 //	aggregated  = Cost(d) + stall(d)
-//	split       = Cost(p) + transfer(p -> d') + Cost'(d', 1 token)
+//	split       = max(Cost(p) + transfer(p -> d') + Cost₀(d', 1), Cost(d', 1))
 //
-// Cost is the time to first token on an engine. stall(d) is what the
-// prefill does to the decode batch d is running: each of its chunks is a
-// step every running sequence waits for, so a prompt's uncached part u
-// costs d's batch u/rate ms (0 when d decodes nothing). transfer is the
-// link time of the prompt blocks d' lacks (DisaggLink over the blocks'
-// KV bytes, Weights.KVBytesPerToken), and Cost' is d's cost of computing
-// the one token left. So a short uncached part, or a decode engine that
-// already holds the prefix, is served aggregated, and a long prefill next
-// to a busy decode batch is split: the threshold is where the two meet,
-// not a constant. LoRA requests are served aggregated (adapters are not
-// handed over).
+// Cost is the time to first token on an engine, its queued prefill
+// included. stall(d) is what the prefill does to the decode batch d is
+// running: each of its chunks is a step every running sequence waits
+// for, so a prompt's uncached part u costs d's batch u/rate ms (0 when d
+// decodes nothing). A split's decode side computes the one token left
+// once the KV has crossed the link (transfer: the prompt blocks d' lacks,
+// DisaggLink over their KV bytes, Weights.KVBytesPerToken) and once the
+// prefill queued on d' ahead of it is done: that queue drains while the
+// prefill engine works, so it delays the split only by what is left of
+// it then (Cost(d', 1), against Cost₀(d', 1) with an empty queue), while
+// it delays an aggregated request by all of it. So a short uncached
+// part, or a decode engine that already holds the prefix, is served
+// aggregated; a long prefill next to a busy decode batch, or behind a
+// decode engine's queued prefill while a prefill engine is idle, is
+// split: the threshold is where the two meet, not a constant. LoRA
+// requests are served aggregated (adapters are not handed over).
 
 // DisaggLink is the KV link a router assumes between a prefill and a
 // decode engine (engines do not announce it), as kvgate-sim's default
@@ -113,11 +118,14 @@ func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled boo
 	n := len(req.Tokens)
 	agg := bestBy(w, ds, func(x *disaggSide) float64 { return x.cost + x.stall })
 	p := bestBy(w, ps, func(x *disaggSide) float64 { return x.cost })
-	dec := bestBy(w, ds, func(x *disaggSide) float64 { return r.decodeCost(w, x, n, req) })
-	if agg == nil || p == nil || dec == nil {
+	if agg == nil || p == nil {
 		return nil, false, nil
 	}
-	split := p.cost + r.decodeCost(w, dec, n, req)
+	dec := bestBy(w, ds, func(x *disaggSide) float64 { return r.decodeCost(w, x, n, p.cost) })
+	if dec == nil {
+		return nil, false, nil
+	}
+	split := r.decodeCost(w, dec, n, p.cost)
 	if split >= agg.cost+agg.stall || math.IsInf(split, 1) {
 		return nil, false, nil // aggregated is faster: Route's own choice serves it
 	}
@@ -127,24 +135,46 @@ func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled boo
 	return dd, true, nil
 }
 
-// decodeCost is what taking the request over costs decode candidate x:
-// the transfer of the prompt blocks it lacks, then its cost of the one
-// token left; +Inf when its free KV cannot hold the prompt or it serves
-// no hand-off.
-func (r *Router) decodeCost(w *Weights, x *disaggSide, n int, req *Request) float64 {
-	c := x.cand
+// decodeCost is when decode candidate x would compute the request's
+// second token were it prefilled on an engine of cost prefillCost
+// (Weights.HandoffCost); +Inf when it serves no hand-off.
+func (r *Router) decodeCost(w *Weights, x *disaggSide, n int, prefillCost float64) float64 {
 	if x.c.e.Features()&wire.FeatureDisagg == 0 {
 		return math.Inf(1) // serves no hand-off: aggregated only
 	}
-	if c.CapacityTokens > 0 && c.CapacityTokens-c.ActiveDecode-c.QueuedPrefill < float64(n) {
+	return w.HandoffCost(prefillCost, &x.cand, n)
+}
+
+// AggregatedCost is serving an n-token prompt aggregated on c: its cost,
+// and the stall its uncached part's prefill puts on c's decode batch.
+func (w *Weights) AggregatedCost(c *Candidate, n int) float64 {
+	return w.Cost(PolicyKV, c, n) + w.stall(c, n)
+}
+
+func (w *Weights) stall(c *Candidate, n int) float64 {
+	if c.ActiveDecode <= 0 {
+		return 0
+	}
+	return max(float64(n-max(c.BlockSize, 1)*c.Match.Depth()), 0) / w.PrefillTokensPerMs
+}
+
+// HandoffCost is when decode candidate d computes the second token of an
+// n-token prompt prefilled on an engine of cost prefillCost
+// (Weights.Cost there; its first token): after the prompt blocks d lacks
+// have crossed DisaggLink and after the prefill queued on d ahead of the
+// hand-off, which drains meanwhile; +Inf when d's free KV cannot hold the
+// prompt.
+func (w *Weights) HandoffCost(prefillCost float64, d *Candidate, n int) float64 {
+	if d.CapacityTokens > 0 && d.CapacityTokens-d.ActiveDecode-d.QueuedPrefill < float64(n) {
 		return math.Inf(1)
 	}
-	missing := max(n-x.bs*x.match.Depth(), 0)
-	bytes := float64(missing) * w.KVBytesPerToken
-	transferMs := DisaggLink.LatencyMs + bytes/DisaggLink.BytesPerMs
-	one := c
+	missing := max(n-max(d.BlockSize, 1)*d.Match.Depth(), 0)
+	transferMs := DisaggLink.LatencyMs + float64(missing)*w.KVBytesPerToken/DisaggLink.BytesPerMs
+	one := *d
 	one.Match = kvstore.Match{}
-	return transferMs + w.Cost(PolicyKV, &one, 1)
+	queued := w.Cost(PolicyKV, &one, 1) // the one token behind d's queue
+	one.QueuedPrefill = 0
+	return max(prefillCost+transferMs+w.Cost(PolicyKV, &one, 1), queued)
 }
 
 // scoreSides matches the prompt against cands and scores each.
@@ -163,10 +193,8 @@ func (r *Router) scoreSides(s *scratch, cands []cand, req *Request, w *Weights) 
 			maxBatched, capacity := cd.e.Shape()
 			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
 				MaxBatched: maxBatched, CapacityTokens: capacity}
-			x := disaggSide{c: cd, match: matches[i], bs: bs, cand: c, cost: w.Cost(PolicyKV, &c, len(req.Tokens))}
-			if decode > 0 {
-				x.stall = max(float64(len(req.Tokens)-bs*matches[i].Depth()), 0) / w.PrefillTokensPerMs
-			}
+			x := disaggSide{c: cd, match: matches[i], bs: bs, cand: c, cost: w.Cost(PolicyKV, &c, len(req.Tokens)),
+				stall: w.stall(&c, len(req.Tokens))}
 			out = append(out, x)
 		}
 	}

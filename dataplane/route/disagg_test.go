@@ -1,6 +1,8 @@
 package route
 
 import (
+	"math"
+
 	"testing"
 
 	"github.com/kvgate/kvgate/dataplane/engine"
@@ -91,4 +93,92 @@ func TestDisaggConditional(t *testing.T) {
 	for _, b := range busy {
 		b.Done()
 	}
+}
+
+// TestDisaggCosts: the split against aggregated choice on candidates, in
+// the cost model's own terms (no constant threshold): a split must
+// happen where the decode engine's batch or its queued prefill would
+// hold the prompt's prefill up while a prefill engine is free, and must
+// not where the decode engine is free, holds the prefix, or the prefill
+// engine is the busier.
+func TestDisaggCosts(t *testing.T) {
+	w := DefaultWeights()
+	const bs, capacity = 16, 1 << 20
+	cand := func(queued, decode float64, cachedBlocks uint32) Candidate {
+		c := Candidate{BlockSize: bs, QueuedPrefill: queued, ActiveDecode: decode, MaxBatched: 8192, CapacityTokens: capacity}
+		c.Match.Blocks[kvstore.TierGPU] = cachedBlocks
+		return c
+	}
+	for _, tc := range []struct {
+		name            string
+		n               int
+		prefill, decode Candidate
+		split           bool
+	}{
+		{"idle decode engine", 8000, cand(0, 0, 0), cand(0, 0, 0), false},
+		{"decode engine's queued prefill, idle prefill engine", 8000, cand(0, 0, 0), cand(16000, 0, 0), true},
+		{"a short prompt behind a short queue", 64, cand(0, 0, 0), cand(64, 0, 0), false},
+		{"decode engine's queued prefill, busier prefill engine", 8000, cand(40000, 0, 0), cand(16000, 0, 0), false},
+		{"busy decode batch, long uncached prompt", 8000, cand(0, 0, 0), cand(0, 40000, 0), true},
+		{"busy decode batch, short prompt", 32, cand(0, 0, 0), cand(0, 40000, 0), false},
+		{"busy decode batch, prefix cached there", 8000, cand(0, 0, 0), cand(0, 40000, 8000/bs-1), false},
+	} {
+		pc := w.Cost(PolicyKV, &tc.prefill, tc.n)
+		split, agg := w.HandoffCost(pc, &tc.decode, tc.n), w.AggregatedCost(&tc.decode, tc.n)
+		if got := split < agg; got != tc.split {
+			t.Errorf("%s: split %.2f ms, aggregated %.2f ms: split %v, want %v", tc.name, split, agg, got, tc.split)
+		}
+	}
+	// The decode side's queue delays a split only by what is left of it
+	// once the KV has arrived: behind a long queue the split is ready when
+	// the queue is done, as an aggregated one-token request would be.
+	d := cand(16000, 0, 0)
+	if split, queued := w.HandoffCost(0, &d, 8000), w.Cost(PolicyKV, &Candidate{BlockSize: bs, QueuedPrefill: 16000, MaxBatched: 8192,
+		CapacityTokens: capacity}, 1); split != queued {
+		t.Errorf("behind a long queue: split %.2f ms, the queue %.2f ms", split, queued)
+	}
+	if full := cand(0, capacity-100, 0); !math.IsInf(w.HandoffCost(0, &full, 8000), 1) {
+		t.Error("a decode engine whose KV cannot hold the prompt takes a hand-off")
+	}
+}
+
+// TestDisaggQueuedPrefill: with no decode batch anywhere but prefill
+// queued on both decode engines, a long prompt is split onto the idle
+// prefill engine (its queue would hold it up aggregated), and so is a
+// short one (its first token comes from the idle prefill engine, its
+// second once the queue is done, as aggregated); once the queues are
+// done, a long prompt is served aggregated.
+func TestDisaggQueuedPrefill(t *testing.T) {
+	r := New(disaggPool(t), PolicyKV, DefaultWeights())
+	var queued []*Decision
+	for i := range 4 { // 2 x 12,000 tokens queued on each decode engine, none started
+		q, err := r.Route(&Request{Model: "kvgate/sim", Tokens: distinct(12000, 200+i)})
+		if err != nil || q.Prefill != nil || roleOf(q.Engine) != wire.RoleDecode {
+			t.Fatalf("queued request %d: %v %+v", i, err, q)
+		}
+		queued = append(queued, q)
+	}
+	for _, q := range queued {
+		if l := r.Inflight(q.Engine); l.DecodeTokens != 0 || l.PrefillTokens != 24000 {
+			t.Fatalf("decode engine %s: %+v", q.Engine.Addr, l)
+		}
+	}
+	d, err := r.Route(&Request{Model: "kvgate/sim", Tokens: distinct(8000, 3), Split: true})
+	if err != nil || d.Prefill == nil || roleOf(d.Prefill.Engine) != wire.RolePrefill {
+		t.Fatalf("long prompt behind queued prefill: %v %+v", err, d)
+	}
+	d.Done()
+	short, err := r.Route(&Request{Model: "kvgate/sim", Tokens: distinct(16, 4), Split: true})
+	if err != nil || short.Prefill == nil {
+		t.Fatalf("short prompt behind queued prefill: %v %+v", err, short)
+	}
+	short.Done()
+	for _, q := range queued {
+		q.Done()
+	}
+	after, err := r.Route(&Request{Model: "kvgate/sim", Tokens: distinct(8000, 5), Split: true})
+	if err != nil || after.Prefill != nil || roleOf(after.Engine) != wire.RoleDecode {
+		t.Fatalf("long prompt, queues done: %v %+v", err, after)
+	}
+	after.Done()
 }
