@@ -67,6 +67,12 @@ type Config struct {
 	LoRALoadTime   time.Duration
 	AdapterWeights route.AdapterWeights
 	AdapterStats   *AdapterStats
+	// Disagg splits the engines into prefill and decode engines
+	// (handoff.go). SLO are the targets Goodput, when not nil, receives
+	// the attainment of.
+	Disagg  Disagg
+	SLO     SLO
+	Goodput *GoodputStats
 }
 
 // Sim is one run.
@@ -94,6 +100,9 @@ type Sim struct {
 	// lora are the cores' adapter slots (LoRASlots > 0 only).
 	lora         []loraEngine
 	adapterStats AdapterStats
+	// splits are the split requests' prefill sides (handoff.go).
+	splits  []*split
+	goodput GoodputStats
 }
 
 // Run simulates wl on the cluster and returns the measurements (latencies
@@ -101,6 +110,9 @@ type Sim struct {
 func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
 	s := &Sim{cfg: cfg, reqs: wl.Requests, rec: loadgen.NewRecorder(), rng: rand.New(rand.NewPCG(cfg.Seed, 11)),
 		index: kvstore.New(kvstore.Options{ApproxTTL: time.Hour}), ranks: max(cfg.Ranks, 1)}
+	if err := s.validateDisagg(); err != nil {
+		return nil, err
+	}
 	var err error
 	if s.hasher, err = kvstore.NewHasher(kvstore.HashConfig{BlockSize: cfg.Rank.BlockSize, Seed: cfg.Rank.HashSeed, Model: cfg.Rank.Model}); err != nil {
 		return nil, err
@@ -115,7 +127,7 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 			return nil, err
 		}
 		for k := range s.ranks {
-			core, err := sim.NewCore(cfg.Rank)
+			core, err := sim.NewCore(s.rankConfig(len(s.engines)))
 			if err != nil {
 				return nil, err
 			}
@@ -151,6 +163,7 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 	s.sending = make([]float64, cores)
 	s.hashes = make([][]uint64, len(s.reqs))
 	s.res = make([]*reservation, len(s.reqs))
+	s.splits = make([]*split, len(s.reqs))
 	for i, r := range s.reqs {
 		s.push(&event{at: r.At, kind: evArrival, req: i})
 	}
@@ -171,6 +184,10 @@ func Run(cfg Config, wl *workload.Workload, progress io.Writer) (*loadgen.Result
 		}
 	}
 	s.finishLoRA()
+	if cfg.Goodput != nil {
+		s.goodput.Seconds = s.now.Seconds()
+		*cfg.Goodput = s.goodput
+	}
 	res := s.rec.Finish(s.now, wl.Spec)
 	// Finish divides by the elapsed time it is given: simulated here.
 	ids := make([]string, len(s.engines))

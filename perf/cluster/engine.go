@@ -31,9 +31,14 @@ func (s *Sim) stepDone(e int, res sim.StepResult) {
 		s.push(&event{at: s.now + s.cfg.SyncDelay, kind: evIndex, eng: e, evs: res.Events})
 	}
 	for _, o := range res.Outputs {
+		if s.disaggOn() && s.prefillOutput(e, &o) { // handoff.go
+			continue
+		}
 		i := int(o.Key.Stream)
 		rv := s.res[i]
-		if o.First {
+		if sp := s.splits[i]; sp != nil && sp.onDecode && o.First {
+			s.decodeFirst(i, &o) // the second token, after the hand-off
+		} else if o.First {
 			rv.first, rv.cached, rv.firstAt, rv.lastToken = true, o.Cached, s.now, s.now
 			s.routers[rv.router].pend[rv.engine].Started(rv.tag)
 			s.reserve(rv.router, rv.engine, syncring.Load{PrefillTokens: -rv.prefill, DecodeTokens: int64(rv.prompt)})
@@ -47,7 +52,11 @@ func (s *Sim) stepDone(e int, res sim.StepResult) {
 			rv.decode++
 		}
 		if o.Finish != wire.FinishNone {
-			s.rec.OK(s.engines[e].id, rv.arrival, rv.firstAt-rv.arrival, s.now-rv.arrival, rv.gaps, o.PromptTokens, rv.cached, o.CompletionTokens)
+			prompt, completion := o.PromptTokens, o.CompletionTokens
+			if rv.prompt > len(s.reqs[i].Prompt) { // a split's decode side: its prompt holds the first token
+				prompt, completion = prompt-1, completion+1
+			}
+			s.finishRequest(s.engines[e].id, rv, prompt, completion)
 			s.release(i)
 			s.releaseAdapter(e, i)
 			s.done++

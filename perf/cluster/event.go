@@ -48,6 +48,8 @@ type event struct {
 	peer peerDelta
 	// adapters is an evAdapters' frame.
 	adapters *wire.Adapters
+	// token is an evDeliverDecode's first token (handoff.go).
+	token uint32
 }
 
 // peerDelta is a change of one router's load on an engine, reaching the
@@ -101,6 +103,8 @@ func (s *Sim) handle(ev *event) {
 		for _, r := range s.routers {
 			r.adapters[ev.eng].Apply(ev.adapters, s.now)
 		}
+	case evDeliverPrefill, evDeliverDecode, evCancelPrefill:
+		s.handleSplit(ev) // handoff.go
 	case evStepDone:
 		s.stepDone(ev.eng, ev.res)
 	case evIndex:

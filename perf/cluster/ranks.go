@@ -24,6 +24,9 @@ func (s *Sim) candidates() []int {
 	}
 	out := make([]int, 0, len(s.engines)/step)
 	for c := 0; c < len(s.engines); c += step {
+		if s.isPrefill(c) {
+			continue // prefill engines take split requests only (handoff.go)
+		}
 		out = append(out, c)
 	}
 	return out

@@ -69,6 +69,9 @@ func (s *Sim) arrive(i int) {
 	}
 	hs, _ := s.hasher.Hash(nil, req.Prompt, keys)
 	s.hashes[i] = hs
+	if s.disaggOn() && s.arriveSplit(router, i) { // handoff.go
+		return
+	}
 	eng, predicted := s.pick(router, i)
 	if s.loraOn() {
 		s.routers[router].adapters[eng].Sent(req.LoRA, s.now)

@@ -127,3 +127,23 @@ func (d *Disagg) validate(groups int) error {
 	}
 	return nil
 }
+
+// HandOffPrefill makes r, before Add, the prefill side of a hand-off, as
+// a GENERATE's hand-off section does: after its first token (unless that
+// token ends it) it is parked with its blocks pinned, its output's
+// Handoff set to params (not nil), until Cancel or Expire. The cluster
+// simulation (perf/cluster) drives hand-offs through it.
+func (r *Request) HandOffPrefill(params []byte) {
+	if params == nil {
+		params = []byte{}
+	}
+	r.handoff = &handoff{side: wire.HandoffPrefill, params: params}
+}
+
+// HandOffDecode makes r, before Add, the decode side of a hand-off whose
+// prefill engine holds blocks full blocks of its prompt: those this rank
+// lacks are committed at admission and r waits for them to cross the KV
+// link (TransferTime).
+func (r *Request) HandOffDecode(blocks int) {
+	r.handoff = &handoff{side: wire.HandoffDecode, blocks: blocks}
+}
