@@ -30,6 +30,12 @@ type Image struct {
 	// Resolved is the image read and identified (ResolveImages); its ID is
 	// zero until then.
 	Resolved media.Image
+	// Expansion is what the model's processor puts in the prompt for the
+	// image, and Placed where it went in the prompt's token ids (the
+	// gateway sets both: media.Place); the image's Resolved.ID is the
+	// extra key of every block Placed overlaps.
+	Expansion media.Expansion
+	Placed    media.Range
 }
 
 // contentPart is a part of a message content that holds images.

@@ -84,7 +84,13 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 		x.tokenized(t0, len(tokens), e)
 	}
 	if e == nil {
+		tokens, e = g.placeMedia(p.m, req, tokens) // media.go
+	}
+	if e == nil {
 		e = g.fitContext(p.m, req, len(tokens))
+	}
+	if e == nil {
+		e = refuseMedia(p.m, req)
 	}
 	if e != nil {
 		x.failed(e)

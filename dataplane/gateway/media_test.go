@@ -19,7 +19,6 @@ import (
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/media"
 	"github.com/kvgate/kvgate/dataplane/route"
-	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
 )
@@ -77,8 +76,6 @@ func TestCheckMedia(t *testing.T) {
 	cases := []struct {
 		name, url, param, contains string
 	}{
-		{"inline", dataURLOf(img), "messages[0].content[1]", "engines of model " + model + " do not accept images"},
-		{"fetched", srv.URL + "/cat.png", "messages[0].content[1]", "do not accept images"},
 		{"too small for qwen", dataURLOf(testPNG(t, 10, 300)), "messages[0].content[1]", "qwen2-vl: image size refused"},
 		{"undecodable", "data:image/png;base64,AAAA", "messages[0].content[1]", "undecodable image"},
 		{"host not allowed", "https://img.example/cat.png", "messages[0].content[1]", `host "img.example" is not among`},
@@ -95,10 +92,24 @@ func TestCheckMedia(t *testing.T) {
 			}
 		})
 	}
-	req, _ := api.DecodeChat([]byte(imageChat(dataURLOf(img))), nil)
-	_ = g.checkMedia(&Model{}, req)
-	if id := req.Conversation.Images[0].Resolved.ID; id != media.IDOf(img) {
-		t.Fatalf("id %v, want the bytes' %v", id, media.IDOf(img))
+	for _, url := range []string{dataURLOf(img), srv.URL + "/cat.png"} {
+		req, _ := api.DecodeChat([]byte(imageChat(url)), nil)
+		if e := g.checkMedia(&Model{}, req); e != nil {
+			t.Fatalf("%.40s: %v", url, e)
+		}
+		im := req.Conversation.Images[0]
+		if im.Resolved.ID != media.IDOf(img) {
+			t.Fatalf("id %v, want the bytes' %v", im.Resolved.ID, media.IDOf(img))
+		}
+		// 1024x768 under smart_resize: 768 -> 756 and 1024 -> 1036 (the
+		// nearest multiples of 28), (756/14)*(1036/14)/2^2 tokens.
+		if n := im.Expansion.Tokens(); n != 54*74/4 {
+			t.Fatalf("%d placeholder tokens, want %d", n, 54*74/4)
+		}
+	}
+	if e := refuseMedia(&Model{}, func() *api.Request { r, _ := api.DecodeChat([]byte(imageChat(dataURLOf(img))), nil); return r }()); e == nil ||
+		e.Param != "messages[0].content[1]" || !strings.Contains(e.Message, "engines of model "+model+" do not accept images yet") {
+		t.Fatalf("refusal: %+v", e)
 	}
 	plain, _ := api.DecodeChat([]byte(fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}]}`, model)), nil)
 	if e := g.checkMedia(&Model{}, plain); e != nil {
@@ -114,10 +125,7 @@ func TestImageThroughGatewayWithProcessor(t *testing.T) {
 	img := testPNG(t, 640, 480)
 	imgSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(img) }))
 	defer imgSrv.Close()
-	tok, err := tokenize.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := qwenVLModel(t).Tok // a template that writes each image's marker
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Model, cfg.Rank.Profile = model, sim.ZeroProfile
 	sims, err := sim.StartLocal(1, cfg, "sim")
