@@ -184,6 +184,45 @@ type chatBody struct {
 	ResponseFormat      json.RawMessage            `json:"response_format"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
+	// pre is messages normalized while the walker read them, so a
+	// long conversation is scanned once.
+	pre preNormalized
+}
+
+// preNormalized are a chat's messages as normalizeMessages gives them
+// (done: the walker normalized them), its error kept for when DecodeChat
+// checks the messages, after every field before them.
+type preNormalized struct {
+	done bool
+	msgs json.RawMessage
+	err  error
+	sink imageSink
+}
+
+// normalizeAt normalizes the messages at w's place, leaving w after
+// them; false leaves w and b as they were, for the messages to be read
+// as any other field and normalized later.
+func (b *chatBody) normalizeAt(w *jsonWalker) bool {
+	list := jsonWalker{b: w.b, i: w.i}
+	msgs, ok, err := normalizePlainAt(&list, &b.pre.sink)
+	if !ok {
+		b.pre.sink = imageSink{}
+		return false
+	}
+	b.Messages = w.b[w.i:list.i]
+	b.pre = preNormalized{done: true, msgs: msgs, err: err, sink: b.pre.sink}
+	w.i = list.i
+	return true
+}
+
+// messages normalizes the chat's messages into sink, or gives what the
+// walker normalized (its images put in sink).
+func (b *chatBody) messages(sink *imageSink) (json.RawMessage, error) {
+	if !b.pre.done {
+		return normalizeMessages(b.Messages, sink)
+	}
+	sink.images = append(sink.images, b.pre.sink.images...)
+	return b.pre.msgs, b.pre.err
 }
 
 // decode fills b from body as completionBody's does.
@@ -194,11 +233,15 @@ func (b *chatBody) decode(body []byte) *Error {
 	return decodeSlow(body, b)
 }
 
-// walk fills b by the walker; false: body is not plain.
+// walk fills b by the walker, normalizing the messages as it reads
+// them; false: body is not plain.
 func (b *chatBody) walk(body []byte) bool {
 	w := jsonWalker{b: body}
-	for w.next() {
-		if !b.field(w.key, w.val) {
+	for w.nextKey() {
+		if string(w.key) == "messages" && !b.pre.done && b.normalizeAt(&w) {
+			continue
+		}
+		if !w.takeValue() || !b.field(w.key, w.val) {
 			return false
 		}
 	}
@@ -211,7 +254,7 @@ func (b *chatBody) field(key, v []byte) bool {
 	}
 	switch string(key) {
 	case "messages":
-		return fastRaw(v, &b.Messages)
+		return !b.pre.done && fastRaw(v, &b.Messages) // given twice: encoding/json's
 	case "tools":
 		return fastRaw(v, &b.Tools)
 	case "tool_choice":

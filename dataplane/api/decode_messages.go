@@ -20,11 +20,21 @@ import (
 func normalizePlain(raw json.RawMessage, sink *imageSink) (out json.RawMessage, ok bool, err error) {
 	list := jsonWalker{b: raw}
 	list.space()
+	if out, ok, err = normalizePlainAt(&list, sink); ok && !list.atEnd() {
+		return nil, false, nil
+	}
+	return out, ok, err
+}
+
+// normalizePlainAt is normalizePlain of the list at list's place in a
+// larger text (a body), which it moves list past.
+func normalizePlainAt(list *jsonWalker, sink *imageSink) (out json.RawMessage, ok bool, err error) {
+	raw, first := list.b, list.i
 	if list.i >= len(raw) || raw[list.i] != '[' {
 		return nil, false, nil
 	}
 	list.i++
-	buf := make([]byte, 0, len(raw))
+	buf := make([]byte, 0, len(raw)-first) // at most what is left of the text
 	buf = append(buf, '[')
 	for i := 0; ; i++ {
 		list.space()
@@ -35,14 +45,16 @@ func normalizePlain(raw json.RawMessage, sink *imageSink) (out json.RawMessage, 
 			buf = append(buf, ',')
 		}
 		var plain bool
-		if buf, plain, err = normalizePlainMessage(buf, &list, i, sink); !plain {
+		if buf, plain, err = normalizePlainMessage(buf, list, i, sink); !plain {
 			return nil, false, nil
 		}
 		if err != nil {
 			// encoding/json refuses a list with bad syntax anywhere (in
 			// the rest of this message too) before reading any message.
-			whole := jsonWalker{b: raw}
-			return nil, whole.value() && whole.atEnd(), err
+			whole := jsonWalker{b: raw, i: first}
+			ok = whole.value()
+			list.i = whole.i
+			return nil, ok, err
 		}
 		list.space()
 		if list.i >= len(raw) {
@@ -56,9 +68,6 @@ func normalizePlain(raw json.RawMessage, sink *imageSink) (out json.RawMessage, 
 		if c != ',' {
 			return nil, false, nil
 		}
-	}
-	if list.space(); list.i != len(raw) {
-		return nil, false, nil
 	}
 	return append(buf, ']'), true, nil
 }

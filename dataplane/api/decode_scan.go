@@ -41,7 +41,10 @@ type jsonWalker struct {
 }
 
 // next reads the next member into key and val.
-func (w *jsonWalker) next() bool {
+func (w *jsonWalker) next() bool { return w.nextKey() && w.takeValue() }
+
+// nextKey reads the next member's key, leaving the walker at its value.
+func (w *jsonWalker) nextKey() bool {
 	w.space()
 	if !w.started {
 		w.started = true
@@ -81,11 +84,17 @@ func (w *jsonWalker) next() bool {
 	}
 	w.i++
 	w.space()
+	w.key = key
+	return true
+}
+
+// takeValue reads the value at the walker's place into val.
+func (w *jsonWalker) takeValue() bool {
 	start := w.i
 	if !w.value() {
 		return false
 	}
-	w.key, w.val = key, w.b[start:w.i]
+	w.val = w.b[start:w.i]
 	return true
 }
 

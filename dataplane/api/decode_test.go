@@ -40,6 +40,10 @@ var fastCorpus = []string{
 	`{"a":{,}}`, `{"a":"\x"}`, `{"a":"\u12G4"}`, `[]`, `null`, `""`, ``, ` `, `{`, `}`, `{}`, `{ }`,
 	`{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":false},"add_generation_prompt":false}`,
 	`{"messages":null,"tools":null,"tool_choice":null,"response_format":null,"chat_template_kwargs":null,"add_generation_prompt":null}`,
+	`{"messages":[{"role":"user","content":"x"}],"messages":[{"role":"bot"}]}`, `{"messages":[{"role":"bot"}],"Model":"m"}`,
+	`{"model":"m","messages":[{"role":"bot","content":[{}]}],"x":[1,}`, `{"messages":[{"Role":"user"}],"model":"m"}`,
+	`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}],"model":"m"}`,
+	`{"messages":[],"model":"m"}`, `{"messages":[{"role":"user"}] ,"model":"m"}`, `{"messages":[{"role":"user"},],"model":"m"}`,
 	`{"add_generation_prompt":"yes"}`, `{"chat_template_kwargs":[]}`, `{"Messages":[]}`, `{"max_completion_tokens":5}`,
 	`{"metadata":{"user_id":"u"},"metadata":{"other":1}}`, `{"metadata":null}`, `{"metadata":{"USER_ID":"u"}}`, `{"metadata":[]}`,
 	`{"stop_sequences":null}`, `{"stop_sequences":[]}`, `{"stop_sequences":["a","b"],"stop_sequences":["c"]}`, `{"stop_sequences":[1]}`,
@@ -76,7 +80,20 @@ func sameAsEncodingJSON(t *testing.T, body []byte) bool {
 	c1, c2 := completionBody{}, completionBody{}
 	h1, h2 := chatBody{}, chatBody{}
 	m1, m2 := messagesBody{}, messagesBody{}
-	c, h, m := sameStruct(t, body, &c1, &c2, c2.walk), sameStruct(t, body, &h1, &h2, h2.walk), sameStruct(t, body, &m1, &m2, m2.walk)
+	var pre preNormalized
+	chatWalk := func(b []byte) bool { // the messages the walker normalized, checked below
+		ok := h2.walk(b)
+		pre, h2.pre = h2.pre, preNormalized{}
+		return ok
+	}
+	c, h, m := sameStruct(t, body, &c1, &c2, c2.walk), sameStruct(t, body, &h1, &h2, chatWalk), sameStruct(t, body, &m1, &m2, m2.walk)
+	if h && pre.done {
+		sink := &imageSink{}
+		want, err := normalizeJSON(h1.Messages, sink)
+		if string(want) != string(pre.msgs) || fmt.Sprint(err) != fmt.Sprint(pre.err) || !reflect.DeepEqual(sink.images, pre.sink.images) {
+			t.Fatalf("%q: messages by encoding/json %s %v %+v, by the walker %s %v %+v", body, want, err, sink.images, pre.msgs, pre.err, pre.sink.images)
+		}
+	}
 	return c && h && m
 }
 
@@ -120,7 +137,7 @@ func TestBodyKeys(t *testing.T) {
 	for _, ty := range []reflect.Type{reflect.TypeFor[completionBody](), reflect.TypeFor[chatBody](), reflect.TypeFor[messagesBody]()} {
 		n := 0
 		for _, f := range reflect.VisibleFields(ty) {
-			if !f.Anonymous {
+			if !f.Anonymous && f.IsExported() {
 				n++
 			}
 		}

@@ -90,9 +90,12 @@ func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
 	if e = checkToolChoice(r, b.ToolChoice, names); e != nil {
 		return nil, e
 	}
-	if r.Conversation, e = conversationOf(b.Messages, b.Tools, b.ChatTemplateKwargs, b.AddGenerationPrompt, &imageSink{}); e != nil {
-		return nil, e
+	sink := &imageSink{}
+	msgs, err := b.messages(sink)
+	if err != nil {
+		return nil, badRequestOf("messages", err)
 	}
+	r.Conversation = conversationOf(msgs, b.Tools, b.ChatTemplateKwargs, b.AddGenerationPrompt, sink)
 	return r, nil
 }
 
@@ -100,21 +103,21 @@ func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
 // which must give the same ids as a chat's; images are refused there, as
 // their placeholder tokens depend on the model's processor.
 func chatConversation(messages, tools json.RawMessage, kwargs map[string]json.RawMessage, addGeneration *bool) (Conversation, *Error) {
-	return conversationOf(messages, tools, kwargs, addGeneration, nil)
-}
-
-// conversationOf is what the template renders of an OpenAI chat, its
-// images read into sink (nil: refused).
-func conversationOf(messages, tools json.RawMessage, kwargs map[string]json.RawMessage, addGeneration *bool, sink *imageSink) (Conversation, *Error) {
-	msgs, err := normalizeMessages(messages, sink)
+	msgs, err := normalizeMessages(messages, nil)
 	if err != nil {
 		return Conversation{}, badRequestOf("messages", err)
 	}
+	return conversationOf(msgs, tools, kwargs, addGeneration, nil), nil
+}
+
+// conversationOf is what the template renders of an OpenAI chat whose
+// messages are normalized (msgs), its images read into sink (nil: none).
+func conversationOf(msgs, tools json.RawMessage, kwargs map[string]json.RawMessage, addGeneration *bool, sink *imageSink) Conversation {
 	c := Conversation{Messages: msgs, Tools: tools, Kwargs: kwargs, AddGenerationPrompt: addGeneration == nil || *addGeneration}
 	if sink != nil {
 		c.Images = sink.images
 	}
-	return c, nil
+	return c
 }
 
 // guidedOf builds the structured-output constraint the engine must honour:

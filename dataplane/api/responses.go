@@ -91,9 +91,11 @@ func DecodeResponses(body []byte, check ModelCheck) (*Request, *Error) {
 			kwargs[k] = v
 		}
 	}
-	if r.Conversation, e = conversationOf(msgs, tools, kwargs, nil, sink); e != nil {
-		return nil, badRequestOf("input", e)
+	norm, err := normalizeMessages(msgs, sink)
+	if err != nil {
+		return nil, badRequestOf("input", badRequestOf("messages", err))
 	}
+	r.Conversation = conversationOf(norm, tools, kwargs, nil, sink)
 	return r, nil
 }
 
