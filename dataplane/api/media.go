@@ -47,7 +47,7 @@ type contentPart struct {
 func textPart(s string) contentPart { return contentPart{Type: "text", Text: &s} }
 
 // imageSink collects a conversation's images while its messages are
-// normalized. A nil sink refuses image parts (/tokenize). placed says the
+// normalized. A nil sink refuses image parts. placed says the
 // messages come from a conversion (Anthropic, Responses) that has already
 // read its images and left {"type": "image"} parts in their place.
 type imageSink struct {

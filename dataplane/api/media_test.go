@@ -180,15 +180,24 @@ func TestImageParseRefusals(t *testing.T) {
 	}
 }
 
-// /tokenize's messages take no images: their token count depends on the
-// model's processor, which the tokenize endpoint does not apply.
-func TestTokenizeRefusesImages(t *testing.T) {
-	var msgs json.RawMessage
-	_ = json.Unmarshal([]byte(chatWithImage(dataURL(pngOf(t, 8, 8, 1)))), &struct {
-		Messages *json.RawMessage `json:"messages"`
-	}{&msgs})
-	if _, e := chatConversation(msgs, nil, nil, nil); e == nil || !strings.Contains(e.Message, "not supported here") {
-		t.Fatalf("got %v", e)
+// /tokenize's messages read images as a chat's do (the gateway places
+// their tokens), naming a bad part the same way.
+func TestTokenizeReadsImages(t *testing.T) {
+	img := pngOf(t, 8, 8, 1)
+	r, e := DecodeTokenize([]byte(chatWithImage(dataURL(img))))
+	if e != nil {
+		t.Fatal(e)
+	}
+	chat, e := DecodeChat([]byte(chatWithImage(dataURL(img))), nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if len(r.Conversation.Images) != 1 || r.Conversation.Images[0].Field != chat.Conversation.Images[0].Field ||
+		string(r.Conversation.Messages) != string(chat.Conversation.Messages) {
+		t.Fatalf("tokenize %+v %s, chat %+v %s", r.Conversation.Images, r.Conversation.Messages, chat.Conversation.Images, chat.Conversation.Messages)
+	}
+	if _, e := DecodeTokenize([]byte(chatWithImage("ftp://x/y.png"))); e == nil || e.Param != chat.Conversation.Images[0].Field {
+		t.Fatalf("a bad image part: %+v", e)
 	}
 }
 

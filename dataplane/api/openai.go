@@ -100,14 +100,15 @@ func DecodeChat(body []byte, check ModelCheck) (*Request, *Error) {
 }
 
 // chatConversation is what the template renders of /tokenize's messages,
-// which must give the same ids as a chat's; images are refused there, as
-// their placeholder tokens depend on the model's processor.
+// which must give the same ids as a chat's: images are read as a chat's
+// are, and the gateway places their tokens (as vLLM's /tokenize does).
 func chatConversation(messages, tools json.RawMessage, kwargs map[string]json.RawMessage, addGeneration *bool) (Conversation, *Error) {
-	msgs, err := normalizeMessages(messages, nil)
+	sink := &imageSink{}
+	msgs, err := normalizeMessages(messages, sink)
 	if err != nil {
 		return Conversation{}, badRequestOf("messages", err)
 	}
-	return conversationOf(msgs, tools, kwargs, addGeneration, nil), nil
+	return conversationOf(msgs, tools, kwargs, addGeneration, sink), nil
 }
 
 // conversationOf is what the template renders of an OpenAI chat whose

@@ -129,6 +129,22 @@ func refuseMedia(m *Model, req *api.Request) *api.Error {
 		first, mediaModel(m, req)))
 }
 
+// tokenizeChat is /tokenize's ids of a conversation: rendered and
+// tokenized as a chat's, its images (if any) read and placed as a chat's
+// are, so the ids are the prompt an engine would get (vLLM's /tokenize
+// expands image placeholders too, since vllm-project/vllm#34560).
+func (g *Gateway) tokenizeChat(name string, m *Model, tr *api.TokenizeRequest) ([]uint32, *api.Error) {
+	req := &api.Request{Model: name, Conversation: tr.Conversation}
+	if e := g.checkMedia(m, req); e != nil {
+		return nil, e
+	}
+	ids, _, e := g.chatTokens(m, &req.Conversation, 0, nil)
+	if e != nil {
+		return nil, e
+	}
+	return g.placeMedia(m, req, ids)
+}
+
 // tokVocab is a tokenizer as media.Place reads it: added tokens by
 // content, text runs encoded on their own without special tokens.
 type tokVocab struct{ t *tokenize.Tokenizer }

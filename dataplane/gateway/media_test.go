@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/media"
 	"github.com/kvgate/kvgate/dataplane/route"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
 )
@@ -158,6 +160,23 @@ func TestImageThroughGatewayWithProcessor(t *testing.T) {
 	resp, body := post(t, base+"/v1/chat/completions", "", imageChat(imgSrv.URL+"/cat.png"))
 	if resp.StatusCode != 400 || !strings.Contains(body, `"param":"messages[0].content[1]"`) || !strings.Contains(body, "do not accept images yet") {
 		t.Fatalf("allowed host: %d %s", resp.StatusCode, body)
+	}
+	// /tokenize gives the prompt an engine would get: the image's 391
+	// placeholder tokens (640x480 -> 644x476 under smart_resize:
+	// (476/14)*(644/14)/4) in place of the template's one.
+	resp, body = post(t, base+"/tokenize", "", imageChat(dataURLOf(img)))
+	var tr struct {
+		Tokens []uint32 `json:"tokens"`
+		Count  int      `json:"count"`
+	}
+	if err := json.Unmarshal([]byte(body), &tr); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/tokenize: %d %s", resp.StatusCode, body)
+	}
+	pad, _ := tok.TokenID("<|image_pad|>")
+	plain, _, _ := tok.EncodeChat(nil, &tokenize.ChatInput{Messages: json.RawMessage(`[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image"}]}]`), AddGenerationPrompt: true})
+	if first := slices.Index(tr.Tokens, pad); tr.Count != len(plain)-1+391 || len(tr.Tokens) != tr.Count || first != slices.Index(plain, pad) ||
+		slices.ContainsFunc(tr.Tokens[first:first+391], func(id uint32) bool { return id != pad }) {
+		t.Fatalf("/tokenize: %d tokens, want %d with 391 placeholders from %d", tr.Count, len(plain)-1+391, slices.Index(plain, pad))
 	}
 	resp, body = post(t, base+"/v1/chat/completions", "", imageChat("https://img.example/cat.png"))
 	if resp.StatusCode != 400 || !strings.Contains(body, `host \"img.example\" is not among`) {

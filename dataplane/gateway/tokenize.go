@@ -19,7 +19,7 @@ func (g *Gateway) tokenizeEndpoint(w *httpx.ResponseWriter, r *httpx.Request, _ 
 	var ids []uint32
 	if req.Prompt != nil {
 		ids = m.Tok.Encode(nil, *req.Prompt, req.AddSpecialTokens)
-	} else if ids, _, e = g.chatTokens(m, &req.Conversation, 0, nil); e != nil {
+	} else if ids, e = g.tokenizeChat(name, m, req); e != nil {
 		return writeError(w, api.OpenAI, e)
 	}
 	return writeJSON(w, 200, api.EncodeTokenize(ids, g.contextLength(m, name)))
