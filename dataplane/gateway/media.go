@@ -101,7 +101,11 @@ func (g *Gateway) placeMedia(m *Model, req *api.Request, ids []uint32) ([]uint32
 	for i, im := range c.Images {
 		exps[i] = im.Expansion
 	}
-	out, ranges, err := media.Place(ids, marker, exps, tokVocab{m.Tok})
+	v := tokVocab{m.Tok}
+	out, ranges, err := media.Place(ids, marker, exps, v)
+	if tm, ok := proc.(media.TokenMerger); ok && err == nil {
+		out, ranges = tm.MergeTokens(out, ranges, v) // Gemma 3's blank lines
+	}
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "media: ")
 		if errors.Is(err, media.ErrPlacement) {

@@ -47,6 +47,14 @@ type Processor interface {
 	Expand(width, height int) (Expansion, error)
 }
 
+// TokenMerger is a processor whose expansions put text next to the
+// prompt's own that the model's tokenizer would have merged with it
+// (Gemma 3's blank lines): MergeTokens redoes that merge on placed ids
+// (Place's output) and moves the ranges with it.
+type TokenMerger interface {
+	MergeTokens(ids []uint32, ranges []Range, v Vocab) ([]uint32, []Range)
+}
+
 // ProcessorOptions override a processor's defaults as a checkpoint's
 // preprocessor_config.json does; zero keeps the default.
 type ProcessorOptions struct {
