@@ -38,3 +38,24 @@ func BenchmarkIDOf(b *testing.B) {
 		_ = IDOf(img)
 	}
 }
+
+// BenchmarkPlace: a 600-token prompt with two Qwen2.5-VL images
+// (1024x768: 999 placeholder tokens, 640x480: 391) expanded in place.
+func BenchmarkPlace(b *testing.B) {
+	qwen, _ := NewProcessor("qwen2.5-vl", ProcessorOptions{})
+	big, _ := qwen.Expand(1024, 768)
+	small, _ := qwen.Expand(640, 480)
+	exps := []Expansion{big, small}
+	v := testVocab{"<|image_pad|>": 1001}
+	ids := make([]uint32, 600)
+	for i := range ids {
+		ids[i] = uint32(i % 900)
+	}
+	ids[100], ids[400] = 1001, 1001
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Place(ids, 1001, exps, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package media
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Range is an image's placeholder range in a prompt's token ids: the
 // tokens its expansion replaced the template's marker with, as vLLM's
@@ -26,11 +29,14 @@ type Vocab interface {
 func Place(ids []uint32, marker uint32, exps []Expansion, v Vocab) ([]uint32, []Range, error) {
 	out := make([]uint32, 0, len(ids)+expandedLen(exps))
 	ranges := make([]Range, 0, len(exps))
-	for _, id := range ids {
-		if id != marker {
-			out = append(out, id)
-			continue
+	for len(ids) > 0 {
+		i := slices.Index(ids, marker)
+		if i < 0 {
+			out = append(out, ids...)
+			break
 		}
+		out = append(out, ids[:i]...)
+		ids = ids[i+1:]
 		if len(ranges) == len(exps) {
 			return nil, nil, fmt.Errorf("%w: the prompt has more image markers than the %d images", ErrPlacement, len(exps))
 		}
@@ -46,8 +52,10 @@ func Place(ids []uint32, marker uint32, exps []Expansion, v Vocab) ([]uint32, []
 			if !ok {
 				return nil, nil, fmt.Errorf("%w: the vocabulary has no %s token", ErrNoProcessor, r.Token)
 			}
-			for range r.Count {
-				out = append(out, tok)
+			n := len(out)
+			out = slices.Grow(out, r.Count)[:n+r.Count]
+			for i := n; i < len(out); i++ {
+				out[i] = tok
 			}
 		}
 		ranges = append(ranges, Range{Offset: start, Length: len(out) - start})
