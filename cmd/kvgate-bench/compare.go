@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -27,6 +30,9 @@ type compareFlags struct {
 
 	engines, ranks, gpuBlocks, cpuBlocks, diskBlocks int
 	profile                                          string
+	// pprofListen serves this process's pprof (the simulated engines run
+	// in it) for profiling a run.
+	pprofListen string
 
 	// extra are flags of the command that called compare, recorded with
 	// compare's own.
@@ -51,6 +57,25 @@ func (c *compareFlags) register(fs *flag.FlagSet, sim bool) {
 	fs.IntVar(&c.gpuBlocks, "gpu-blocks", 16384, "GPU KV blocks per simulated engine (16 tokens each)")
 	fs.IntVar(&c.cpuBlocks, "cpu-blocks", 0, "CPU tier blocks per simulated engine (0: none); GPU evictions move there")
 	fs.IntVar(&c.diskBlocks, "disk-blocks", 0, "disk tier blocks per simulated engine (0: none); CPU-tier evictions move there")
+	fs.StringVar(&c.pprofListen, "pprof-listen", "", "serve /debug/pprof of this process (the simulated engines) on this address, and print each kvgate's admin address (its own /debug/pprof)")
+}
+
+// servePprof serves net/http/pprof on addr until ctx ends and says where.
+func servePprof(ctx context.Context, addr string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	fmt.Fprintf(stderr, "pprof of the simulated engines at http://%s/debug/pprof/\n", ln.Addr())
+	return nil
 }
 
 // cmdCompare replays one workload under each policy: either against a
@@ -91,6 +116,11 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if c.ranks < 1 {
 		return fmt.Errorf("--ranks %d: want at least 1", c.ranks)
 	}
+	if c.pprofListen != "" {
+		if err := servePprof(ctx, c.pprofListen, stderr); err != nil {
+			return err
+		}
+	}
 	out := c.comparison(&l)
 	for k, v := range map[string]any{"engines": c.engines, "ranks": c.ranks, "sim_profile": prof.Name, "gpu_blocks": c.gpuBlocks,
 		"cpu_blocks": c.cpuBlocks, "disk_blocks": c.diskBlocks} {
@@ -98,7 +128,8 @@ func cmdCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	return eachPolicy(ctx, out, c.policies, l.jsonOut, c.reportDir, stdout, func(policy string) (*loadgen.Result, error) {
 		fmt.Fprintf(stderr, "== %s: %d requests of %s on %d engines\n", policy, len(wl.Requests), l.workload, c.engines)
-		return comparePolicy(ctx, policy, bin, c.engines, c.ranks, prof, [3]int{c.gpuBlocks, c.cpuBlocks, c.diskBlocks}, &l, &c.rf, wl, stderr)
+		return comparePolicy(ctx, policy, bin, c.engines, c.ranks, prof, [3]int{c.gpuBlocks, c.cpuBlocks, c.diskBlocks}, &l, &c.rf, wl,
+			c.pprofListen != "", stderr)
 	})
 }
 
@@ -168,7 +199,7 @@ func orDiscard(path string) string {
 // fresh simulated engines of ranks data-parallel ranks, each rank with
 // tiers of GPU, CPU and disk blocks.
 func comparePolicy(ctx context.Context, policy, bin string, n, ranks int, prof sim.Profile, tiers [3]int,
-	l *loadFlags, rf *replicaFlags, wl *workload.Workload, progress io.Writer) (*loadgen.Result, error) {
+	l *loadFlags, rf *replicaFlags, wl *workload.Workload, admins bool, progress io.Writer) (*loadgen.Result, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Model, cfg.Rank.Profile = l.model, prof
 	cfg.Rank.GPUBlocks, cfg.Rank.CPUBlocks, cfg.Rank.DiskBlocks = tiers[0], tiers[1], tiers[2]
@@ -187,6 +218,11 @@ func comparePolicy(ctx context.Context, policy, bin string, n, ranks int, prof s
 		return nil, err
 	}
 	defer rs.Stop()
+	if admins {
+		for i, a := range rs.Admins {
+			fmt.Fprintf(progress, "kvgate %d (pid %d): admin at %s/debug/pprof/\n", i, rs.Pids()[i], a)
+		}
+	}
 	o, err := l.options(base, progress)
 	if err != nil {
 		return nil, err
