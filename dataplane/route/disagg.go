@@ -162,10 +162,11 @@ func (w *Weights) stall(c *Candidate, n int) float64 {
 // n-token prompt prefilled on an engine of cost prefillCost
 // (Weights.Cost there; its first token): after the prompt blocks d lacks
 // have crossed DisaggLink and after the prefill queued on d ahead of the
-// hand-off, which drains meanwhile; +Inf when d's free KV cannot hold the
-// prompt.
+// hand-off, which drains meanwhile; +Inf when the KV d's decode batch
+// holds leaves no room for the prompt's (its queued prefill does not
+// count: it delays the hand-off as it would the request aggregated).
 func (w *Weights) HandoffCost(prefillCost float64, d *Candidate, n int) float64 {
-	if d.CapacityTokens > 0 && d.CapacityTokens-d.ActiveDecode-d.QueuedPrefill < float64(n) {
+	if d.CapacityTokens > 0 && d.CapacityTokens-d.ActiveDecode < float64(n) {
 		return math.Inf(1)
 	}
 	missing := max(n-max(d.BlockSize, 1)*d.Match.Depth(), 0)
