@@ -21,6 +21,9 @@ func (s *Sim) kick(e int) {
 		return
 	}
 	res := es.core.Step()
+	if res.Duration == 0 && len(res.Outputs) == 0 && s.isPrefill(e) {
+		return // blocked on the KV of parked hand-offs: their cancel kicks it (handoff.go)
+	}
 	es.stepping = true
 	s.push(&event{at: s.now + max(res.Duration, time.Microsecond), kind: evStepDone, eng: e, res: res})
 }

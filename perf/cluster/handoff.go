@@ -226,6 +226,7 @@ func (s *Sim) handleSplit(ev *event) {
 	case evCancelPrefill:
 		s.engines[ev.eng].core.Cancel(sp.key)
 		s.splits[i] = nil
+		s.kick(ev.eng) // its blocks are free: a prefill waiting for them can start
 	}
 }
 
