@@ -42,6 +42,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	load := fs.Float64("load", 1, "offered load: arrivals this many times denser than the workload's")
 	seed := fs.Uint64("seed", 1, "seed of the routers' random choices (ties, starting engine)")
 	lora := registerLoRA(fs)
+	disagg := registerDisagg(fs) // simdisagg.go
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +80,8 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"engines": *engines, "ranks": *ranks, "routers": *routers, "sync_delay": syncDelay.String(), "sim_profile": prof.Name,
 		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests, "cpu_link": links.cpu.String(), "disk_link": links.disk.String(),
 		"prefill_rate": weights.PrefillTokensPerMs, "cpu_block_cost": weights.CPUBlockCost, "disk_block_cost": weights.DiskBlockCost,
-		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "max_loras": lora.slots, "lora_load_time": lora.loadTime.String(), "mode": "simulate (virtual time; latencies are simulated ms)"}}}
+		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "max_loras": lora.slots, "lora_load_time": lora.loadTime.String(),
+		"prefill_engines": disagg.prefill, "disagg_always": disagg.always, "ttft_slo": disagg.ttft.String(), "tpot_slo": disagg.tpot.String(), "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
 		if !cluster.SimOnlyPolicy(policy) {
@@ -90,7 +92,10 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stderr, "== %s: %d requests, %s, %d routers\n", p, len(wl.Requests), shape, *routers)
 		cfg := cluster.Config{Engines: *engines, Ranks: *ranks, Routers: *routers, Policy: policy, Weights: weights,
 			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: *seed}
-		return lora.run(cfg, wl, stdout, stderr)
+		g := disagg.apply(&cfg)
+		res, err := lora.run(cfg, wl, stdout, stderr)
+		disagg.print(stdout, p, g, res, err)
+		return res, err
 	})
 }
 

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kvgate/kvgate/perf/cluster"
+	"github.com/kvgate/kvgate/perf/loadgen"
+)
+
+// disaggFlags are simulate's prefill/decode disaggregation flags and its
+// goodput targets (perf/cluster handoff.go).
+type disaggFlags struct {
+	prefill    int
+	always     bool
+	ttft, tpot time.Duration
+}
+
+func registerDisagg(fs *flag.FlagSet) *disaggFlags {
+	d := &disaggFlags{}
+	fs.IntVar(&d.prefill, "prefill-engines", 0, "kv: this many of the engines are prefill engines, the rest decode engines (0: every engine serves both)")
+	fs.BoolVar(&d.always, "disagg-always", false, "with --prefill-engines: split every request (no conditional disaggregation)")
+	fs.DurationVar(&d.ttft, "ttft-slo", 2*time.Second, "goodput: a request's time-to-first-token target")
+	fs.DurationVar(&d.tpot, "tpot-slo", 100*time.Millisecond, "goodput: a request's time-per-output-token target (after the first)")
+	return d
+}
+
+// apply sets cfg's split and targets and returns where the goodput lands.
+func (d *disaggFlags) apply(cfg *cluster.Config) *cluster.GoodputStats {
+	cfg.Disagg = cluster.Disagg{Prefill: d.prefill, Always: d.always}
+	cfg.SLO = cluster.SLO{TTFT: d.ttft, TPOT: d.tpot}
+	cfg.Goodput = &cluster.GoodputStats{}
+	return cfg.Goodput
+}
+
+// print writes a run's goodput line.
+func (d *disaggFlags) print(stdout io.Writer, policy string, g *cluster.GoodputStats, res *loadgen.Result, err error) {
+	if err != nil || g.Requests == 0 {
+		return
+	}
+	fmt.Fprintf(stdout, "%-14s goodput %.3f req/s of %.3f (TTFT <= %v: %d, TPOT <= %v: %d, both: %d of %d; %d split, %d prefill engines)\n",
+		policy, g.Goodput(), res.RequestsPerS, d.ttft, g.TTFTMet, d.tpot, g.TPOTMet, g.Met, g.Requests, g.Split, d.prefill)
+}
