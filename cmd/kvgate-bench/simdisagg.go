@@ -15,6 +15,7 @@ import (
 type disaggFlags struct {
 	prefill    int
 	always     bool
+	goodput    bool
 	ttft, tpot time.Duration
 }
 
@@ -22,6 +23,7 @@ func registerDisagg(fs *flag.FlagSet) *disaggFlags {
 	d := &disaggFlags{}
 	fs.IntVar(&d.prefill, "prefill-engines", 0, "kv: this many of the engines are prefill engines, the rest decode engines (0: every engine serves both)")
 	fs.BoolVar(&d.always, "disagg-always", false, "with --prefill-engines: split every request (no conditional disaggregation)")
+	fs.BoolVar(&d.goodput, "goodput", false, "print each policy's goodput: requests/s within --ttft-slo and --tpot-slo")
 	fs.DurationVar(&d.ttft, "ttft-slo", 2*time.Second, "goodput: a request's time-to-first-token target")
 	fs.DurationVar(&d.tpot, "tpot-slo", 100*time.Millisecond, "goodput: a request's time-per-output-token target (after the first)")
 	return d
@@ -37,7 +39,7 @@ func (d *disaggFlags) apply(cfg *cluster.Config) *cluster.GoodputStats {
 
 // print writes a run's goodput line.
 func (d *disaggFlags) print(stdout io.Writer, policy string, g *cluster.GoodputStats, res *loadgen.Result, err error) {
-	if err != nil || g.Requests == 0 {
+	if !d.goodput || err != nil || g.Requests == 0 {
 		return
 	}
 	fmt.Fprintf(stdout, "%-14s goodput %.3f req/s of %.3f (TTFT <= %v: %d, TPOT <= %v: %d, both: %d of %d; %d split, %d prefill engines)\n",
