@@ -203,7 +203,11 @@ func TestSplitTransferFails(t *testing.T) {
 // before its KV reached the decode engine, ends the client's stream with
 // an in-stream error and cancels the decode side.
 func TestSplitPrefillDies(t *testing.T) {
-	f := startSplitFleet(t, func(c *sim.Config) { c.Rank.Disagg.Link = sim.TierLink{GBps: 25, Latency: 20 * time.Second} })
+	// The link's latency keeps the KV in flight for 50 s, just inside the
+	// hand-off deadline (the gateway's one-minute FirstTokenTimeout, past
+	// which the decode engine refuses the transfer), so even a slow machine
+	// kills the prefill engine before the KV arrives.
+	f := startSplitFleet(t, func(c *sim.Config) { c.Rank.Disagg.Link = sim.TierLink{GBps: 25, Latency: 50 * time.Second} })
 	body := `{"model":"` + model + `","prompt":"` + longPrompt(3) + `","max_tokens":20,"stream":true}`
 	req, _ := http.NewRequest("POST", f.base+"/v1/completions", strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
