@@ -179,43 +179,12 @@ func (o *OpenAIEncoder) finishReason(f Finish) string {
 	return f.String()
 }
 
-// message is a whole chat response's message.
-func (o *OpenAIEncoder) message() map[string]any {
-	msg := map[string]any{"role": "assistant", "content": string(o.all.Text)}
-	if len(o.all.Reasoning) > 0 {
-		msg["reasoning_content"] = string(o.all.Reasoning)
-	}
-	if len(o.all.Calls) > 0 {
-		calls := make([]any, len(o.all.Calls))
-		for i, c := range o.all.Calls {
-			calls[i] = map[string]any{"id": o.callID(i), "type": "function",
-				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}}
-		}
-		msg["tool_calls"] = calls
-		if len(o.all.Text) == 0 {
-			msg["content"] = nil
-		}
-	}
-	return msg
-}
-
 // Close implements Encoder.
 func (o *OpenAIEncoder) Close(dst []byte, e End) []byte {
 	reason := o.finishReason(e.Finish)
 	if !o.Stream {
 		o.textOffset = len(o.Echo)
-		choice := map[string]any{"index": o.Index, "logprobs": o.takeLogprobs(), "finish_reason": reason}
-		if o.Chat {
-			choice["message"] = o.message()
-		} else {
-			choice["text"] = o.Echo + string(o.all.Text)
-		}
-		if e.StopSequence != "" {
-			choice["stop_reason"] = e.StopSequence // vLLM's field
-		}
-		b, _ := json.Marshal(map[string]any{"id": o.ID, "object": o.object(), "created": o.Created, "model": o.Model,
-			"choices": []any{choice}, "usage": openAIUsage(e.Usage)})
-		return append(dst, b...)
+		return o.appendBody(dst, reason, e)
 	}
 	dst = o.chunk(dst, Piece{}, reason)
 	if o.Part {
