@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/perf/sim/simtest"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -50,17 +49,8 @@ func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...fu
 		if role == wire.RolePrefill && len(prefillMod) > 0 {
 			prefillMod[0](&cfg)
 		}
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = s.Serve(ln) }()
-		t.Cleanup(s.Close)
-		addrs = append(addrs, ln.Addr().String())
+		s, addr := simtest.Serve(t, cfg)
+		addrs = append(addrs, addr)
 		if role == wire.RolePrefill {
 			f.prefill = s
 		} else {
@@ -69,13 +59,7 @@ func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...fu
 	}
 	pcfg := engine.DefaultConfig()
 	pcfg.Logger = slog.New(slog.DiscardHandler)
-	pool := engine.NewPool(pcfg, kvstore.New(kvstore.Options{}), addrs)
-	t.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	pool := simtest.Pool(t, pcfg, kvstore.New(kvstore.Options{}), addrs...)
 	f.pe, f.de = pool.Engines()[0], pool.Engines()[1]
 	if f.pe.Info().ID != "prefill-0" {
 		f.pe, f.de = f.de, f.pe

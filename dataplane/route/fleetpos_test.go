@@ -1,13 +1,11 @@
 package route
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/perf/sim/simtest"
 	"github.com/kvgate/kvgate/syncring"
 )
 
@@ -22,22 +20,12 @@ func TestFleetFollowsPoolPositions(t *testing.T) {
 	r.SetFleet(f)
 	cfg := sim.DefaultConfig()
 	cfg.ID, cfg.Rank.Profile = "sim-late", sim.ZeroProfile
-	s, err := sim.NewServer(cfg)
+	_, addr := simtest.Serve(t, cfg)
+	late, err := pool.Add(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(s.Close)
-	late, err := pool.Add(ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	simtest.WaitReady(t, pool, 3)
 	for _, e := range pool.Engines()[:2] {
 		if _, err := pool.Drain(e.Addr); err != nil {
 			t.Fatal(err)

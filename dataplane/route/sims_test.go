@@ -1,15 +1,13 @@
 package route
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/perf/sim/simtest"
 )
 
 // simEngines starts one simulated engine per configuration on loopback
@@ -22,26 +20,10 @@ func simEngines(t testing.TB, index *kvstore.Index, cfgs ...sim.Config) *engine.
 		if cfg.ID == "" || cfg.ID == sim.DefaultConfig().ID {
 			cfg.ID = fmt.Sprintf("sim-%d", i)
 		}
-		s, err := sim.NewServer(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = s.Serve(ln) }()
-		t.Cleanup(s.Close)
-		addrs = append(addrs, ln.Addr().String())
+		_, addr := simtest.Serve(t, cfg)
+		addrs = append(addrs, addr)
 	}
-	pool := engine.NewPool(engine.DefaultConfig(), index, addrs)
-	t.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, len(addrs)); err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return simtest.Pool(t, engine.DefaultConfig(), index, addrs...)
 }
 
 // simConfigs is n copies of sim's default configuration with change applied.
