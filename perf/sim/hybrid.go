@@ -141,14 +141,7 @@ func (c *Core) admitHybrid(r *Request, budget int) bool {
 		r.computed = 0
 		return false
 	}
-	if !r.admitted {
-		r.admitted = true
-		r.cached = r.computed
-		c.stats.CachedTokens += r.cached
-		c.stats.PromptTokens += r.promptLen
-	}
-	r.arrival = c.arrivals
-	c.arrivals++
+	c.markAdmitted(r)
 	return true
 }
 

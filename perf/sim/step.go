@@ -147,14 +147,7 @@ func (c *Core) admit(r *Request, budget int, loads *[kvstore.NumTiers]int) bool 
 	for t, n := range loaded {
 		loads[t] += n
 	}
-	if !r.admitted {
-		r.admitted = true
-		r.cached = r.computed
-		c.stats.CachedTokens += r.cached
-		c.stats.PromptTokens += r.promptLen
-	}
-	r.arrival = c.arrivals
-	c.arrivals++
+	c.markAdmitted(r)
 	return true
 }
 
@@ -249,4 +242,18 @@ func (c *Core) advance(r *Request, n int) (Output, bool) {
 		c.park(r, &out) // disagg.go
 	}
 	return out, true
+}
+
+// markAdmitted records that r got its blocks this step: the first time, its
+// cached tokens (what the prefix cache covered) count in the stats; every
+// time, it takes the next admission number (preemption takes the newest).
+func (c *Core) markAdmitted(r *Request) {
+	if !r.admitted {
+		r.admitted = true
+		r.cached = r.computed
+		c.stats.CachedTokens += r.cached
+		c.stats.PromptTokens += r.promptLen
+	}
+	r.arrival = c.arrivals
+	c.arrivals++
 }
