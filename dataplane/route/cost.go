@@ -41,6 +41,9 @@ type Weights struct {
 	// back. Reservations made this long before a report arrived are still
 	// counted on top of it (see PendingPrefill).
 	ReportDelay time.Duration
+	// SplitTargets are the TTFT and TPOT targets a split decision weighs
+	// (disagg_slo.go); zero: it compares times to the second token only.
+	SplitTargets SplitTargets
 }
 
 // DefaultWeights fit the simulator's default profile (Dynamo's mocker

@@ -125,9 +125,9 @@ func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled boo
 	if dec == nil {
 		return nil, false, nil
 	}
-	split := r.decodeCost(w, dec, n, p.cost)
-	if split >= agg.cost+agg.stall || math.IsInf(split, 1) {
-		return nil, false, nil // aggregated is faster: Route's own choice serves it
+	ch := SplitChoice{Aggregated: &agg.cand, PrefillCost: p.cost, Decode: &dec.cand, Prompt: n, MaxTokens: req.MaxTokens}
+	if !w.ShouldSplit(&ch) { // disagg_slo.go
+		return nil, false, nil // aggregated is better: Route's own choice serves it
 	}
 	pd := &Decision{Engine: p.c.e, Rank: p.c.rank, Match: p.match, PredictedCached: p.bs * p.match.Depth()}
 	dd := &Decision{Engine: dec.c.e, Rank: dec.c.rank, Match: dec.match, PredictedCached: n, Prefill: pd}

@@ -37,6 +37,9 @@ type Request struct {
 	// Split says the caller can serve a disaggregated decision (one with
 	// Decision.Prefill, disagg.go); without it prefill engines serve nothing.
 	Split bool
+	// MaxTokens bounds the request's output (its max_tokens; 0: unknown):
+	// the split decision's TPOT estimate spreads the KV transfer over it.
+	MaxTokens int
 }
 
 // Routing errors.

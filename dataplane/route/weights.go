@@ -32,6 +32,8 @@ func (w *Weights) Validate() error {
 		return errors.New("route: the tie fraction and the approximate-block cost must not be negative")
 	case w.MaxInflight < 0 || w.ReportDelay < 0:
 		return errors.New("route: --max-inflight and the report delay must not be negative")
+	case w.SplitTargets.TTFT < 0 || w.SplitTargets.TPOT < 0:
+		return errors.New("route: the split's TTFT and TPOT targets must not be negative")
 	}
 	return nil
 }
