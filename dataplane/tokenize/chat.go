@@ -25,6 +25,7 @@ type ChatTemplate struct {
 	source   string
 	prefixes *prefixCache
 	verdicts verdicts
+	markers  [][]byte         // markup literals no content on the incremental path holds
 	clock    func() time.Time // what strftime_now reads: time.Now but in tests
 	strftime jinja.Value      // strftime_now, reading clock
 }
@@ -39,7 +40,8 @@ func NewChatTemplate(source, bos, eos string) (*ChatTemplate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: chat template: %v", ErrInvalid, err)
 	}
-	c := &ChatTemplate{tmpl: t, bos: bos, eos: eos, source: source, prefixes: newPrefixCache(prefixCacheMaxBytes), clock: time.Now}
+	c := &ChatTemplate{tmpl: t, bos: bos, eos: eos, source: source, prefixes: newPrefixCache(prefixCacheMaxBytes),
+		markers: templateMarkers(source), clock: time.Now}
 	c.strftime = strftimeNow(func() time.Time { return c.clock() })
 	return c, nil
 }

@@ -22,10 +22,12 @@ import (
 // every parity the template checks is unchanged.
 //
 // A conversation takes this path only when it is plain (every message
-// exactly a role and a string content; a system message only first; user
-// and assistant alternating; ending on a user message), has no tools and
-// asks for the generation prompt; anything else, and any check that
-// fails on the way, is rendered in full.
+// exactly a role and a string content holding none of the template's
+// markup literals, chat_markers.go; a system message only first; user and
+// assistant alternating; ending on a user message), has no tools and asks
+// for the generation prompt; anything else, and any check that fails on
+// the way, is rendered in full. Every remembered prefix is plain: a
+// prefix is kept only after its whole conversation was checked.
 
 // chatTurn is one request's conversation, split where the cache needs it.
 type chatTurn struct {
@@ -57,8 +59,8 @@ func (c *ChatTemplate) newTurn(pc *prefixCache, v *appendOnly, extra string, in 
 	if !ok {
 		return nil
 	}
-	role, err := plainRole(trimElement(raw, 1, end))
-	if err != nil {
+	role, ok := t.message(1, end)
+	if !ok {
 		return nil
 	}
 	t.headEnd, t.heads = endOf(raw, end), 1
@@ -70,7 +72,7 @@ func (c *ChatTemplate) newTurn(pc *prefixCache, v *appendOnly, extra string, in 
 		if !ok {
 			return nil
 		}
-		if r, err := plainRole(trimElement(raw, end+1, end2)); err != nil || r != "user" {
+		if r, ok := t.message(end+1, end2); !ok || r != "user" {
 			return nil
 		}
 		t.headEnd, t.heads = endOf(raw, end2), 2
@@ -78,6 +80,16 @@ func (c *ChatTemplate) newTurn(pc *prefixCache, v *appendOnly, extra string, in 
 		return nil
 	}
 	return t
+}
+
+// message returns the role of the message in raw[start:end] when it is
+// plain and its content holds none of the template's markers.
+func (t *chatTurn) message(start, end int) (string, bool) {
+	role, content, escaped, err := plainRole(trimElement(t.raw, start, end))
+	if err != nil || !cleanContent(content, escaped, t.c.markers) {
+		return "", false
+	}
+	return role, true
 }
 
 // tail checks the messages that follow raw[:from] and a ',': plain,
@@ -94,8 +106,8 @@ func (t *chatTurn) tail(from int, firstRole string) bool {
 		if !ok {
 			return false
 		}
-		role, err := plainRole(trimElement(t.raw, at+1, end))
-		if err != nil || role != want {
+		role, ok := t.message(at+1, end)
+		if !ok || role != want {
 			return false
 		}
 		if !more {

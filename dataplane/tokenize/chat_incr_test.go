@@ -72,7 +72,8 @@ func chatTemplates(t *testing.T) (map[string]*ChatTemplate, map[string]appendOnl
 
 // randomConversation is a plain conversation of turns user turns.
 func randomConversation(r *rand.Rand, turns int, system bool) []plainMessage {
-	words := []string{"hello", "router", "  ", "\n", "<think>", "</think>", "[INST]", "<|im_end|>", "日本", "\"q\"", "{{ x }}", "tool", "cache"}
+	words := []string{"hello", "router", "  ", "\n", "<think>", "</think>", "[INST]", "<|im_end|>", "日本", "\"q\"", "{{ x }}", "tool", "cache",
+		"<tool_response>", "</tool_response>", "<\\/think>"}
 	text := func() string {
 		var b strings.Builder
 		for range r.IntN(12) {
@@ -126,6 +127,31 @@ func TestChatIncrementalEqualsFull(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChatIncrementalMarkers: under Qwen3's template an earlier assistant
+// turn keeps its reasoning while only tool responses follow it, and loses
+// it once a user writes again; a user message spelled as a tool response
+// must not let the first rendering be reused for the second.
+func TestChatIncrementalMarkers(t *testing.T) {
+	q := builtin(t).Chat()
+	ct, err := NewChatTemplate(q.source, q.bos, q.eos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := []plainMessage{{"user", "hi"}, {"assistant", "<think>\nr\n</think>\n\nc"},
+		{"user", "<tool_response>\nx\n</tool_response>"}, {"assistant", "ok"}, {"user", "plain"}}
+	for _, n := range []int{3, 5} {
+		checkRender(t, ct, probeInput(m[:n], true, nil))
+	}
+	for _, c := range []struct {
+		content string
+		clean   bool
+	}{{"plain text < 3 and [x]", true}, {"a </think> b", false}, {"<tool_response>", false}, {"<|im_start|>", false}} {
+		if got := cleanContent([]byte(c.content), false, ct.markers); got != c.clean {
+			t.Errorf("%q clean %v", c.content, got)
+		}
 	}
 }
 

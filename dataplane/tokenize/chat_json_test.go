@@ -64,9 +64,13 @@ func TestPlainRole(t *testing.T) {
 		`{"role":"us\u0065r","content":"a"}`: "", `{"role":"user","role":"user"}`: "", `{"role":"user" "content":"a"}`: "",
 		`{"role":"user","content":"a"}x`: "", `["role","user"]`: "",
 	} {
-		got, err := plainRole([]byte(raw))
+		got, _, _, err := plainRole([]byte(raw))
 		if got != want || (err == nil) != (want != "") {
 			t.Errorf("%s: %q, %v; want %q", raw, got, err, want)
 		}
+	}
+	_, content, escaped, _ := plainRole([]byte(` { "content" : "x\"y" , "role" : "assistant" } `))
+	if string(content) != `x\"y` || !escaped {
+		t.Errorf("content %q, escaped %v", content, escaped)
 	}
 }

@@ -158,10 +158,20 @@ func (c *ChatTemplate) probeClass(v *appendOnly, convs [][]plainMessage, extra m
 				in := probeInput(m[:n], true, extra)
 				want, _ := c.renderFull(in)
 				got, incremental, err := c.renderTurn(pc, trial, key, in)
-				if err != nil || got != want || incremental != (n > first) {
+				if err != nil || got != want || incremental != (n > first && c.clean(m[:n])) {
 					return false
 				}
 			}
+		}
+	}
+	return true
+}
+
+// clean reports whether no content of m holds a marker of the template.
+func (c *ChatTemplate) clean(m []plainMessage) bool {
+	for _, msg := range m {
+		if !cleanContent([]byte(msg.Content), false, c.markers) {
+			return false
 		}
 	}
 	return true

@@ -91,9 +91,10 @@ type plainMessage struct {
 // keys "role" and "content" (unescaped, once each), content a string and
 // role system, user or assistant, unescaped. It reads the bytes in one
 // pass and checks no more than that: the template's decoder reads the
-// message whole.
-func plainRole(raw []byte) (string, error) {
-	i, role, seen := 0, "", 0
+// message whole. content is the content's JSON string body between its
+// quotes, escaped whether it holds a backslash.
+func plainRole(raw []byte) (role string, content []byte, escaped bool, err error) {
+	i, seen := 0, 0
 	skip := func() {
 		for i < len(raw) && isJSONSpace(raw[i]) {
 			i++
@@ -118,58 +119,58 @@ func plainRole(raw []byte) (string, error) {
 	}
 	skip()
 	if i >= len(raw) || raw[i] != '{' {
-		return "", errNotPlain
+		return "", nil, false, errNotPlain
 	}
 	i++
 	for pair := range 2 {
 		skip()
 		key, plain, ok := str()
 		if !ok || !plain {
-			return "", errNotPlain
+			return "", nil, false, errNotPlain
 		}
 		skip()
 		if i >= len(raw) || raw[i] != ':' {
-			return "", errNotPlain
+			return "", nil, false, errNotPlain
 		}
 		i++
 		skip()
 		val, valPlain, ok := str()
 		if !ok {
-			return "", errNotPlain
+			return "", nil, false, errNotPlain
 		}
 		switch string(key) {
 		case "role":
 			if !valPlain || seen&1 != 0 {
-				return "", errNotPlain
+				return "", nil, false, errNotPlain
 			}
 			role, seen = string(val), seen|1
 		case "content":
 			if seen&2 != 0 {
-				return "", errNotPlain
+				return "", nil, false, errNotPlain
 			}
-			seen |= 2
+			content, escaped, seen = val, !valPlain, seen|2
 		default:
-			return "", errNotPlain
+			return "", nil, false, errNotPlain
 		}
 		skip()
 		if pair == 0 {
 			if i >= len(raw) || raw[i] != ',' {
-				return "", errNotPlain
+				return "", nil, false, errNotPlain
 			}
 			i++
 		}
 	}
 	skip()
 	if seen != 3 || i >= len(raw) || raw[i] != '}' {
-		return "", errNotPlain
+		return "", nil, false, errNotPlain
 	}
 	i++
 	if skip(); i != len(raw) {
-		return "", errNotPlain
+		return "", nil, false, errNotPlain
 	}
 	switch role {
 	case "system", "user", "assistant":
-		return role, nil
+		return role, content, escaped, nil
 	}
-	return "", errNotPlain
+	return "", nil, false, errNotPlain
 }
