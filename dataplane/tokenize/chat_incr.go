@@ -16,8 +16,9 @@ import (
 // prefixCache) followed by what the new messages add. What they add is
 // found by rendering a short conversation: the head (the system message,
 // if any, and the first user message, which templates read to place the
-// system prompt and check that roles alternate) and the new messages;
-// what it renders past the head's own rendering is the new text. The
+// system prompt and check that roles alternate), or a placeholder head of
+// the same roles where the probes allow (chat_short.go), and the new
+// messages; what it renders past the head's own rendering is the new text. The
 // dropped messages are an even number of whole user-assistant pairs, so
 // every parity the template checks is unchanged.
 //
@@ -127,23 +128,30 @@ func (t *chatTurn) render() (string, bool) {
 	if p == nil || !t.tail(len(p.raw), "assistant") {
 		return "", false
 	}
-	head := p.head
-	if !p.headKnown {
-		h, err := t.sub(append(bytes.Clone(t.raw[:t.headEnd]), ']'), false)
-		if err != nil {
-			return "", false
-		}
-		head = h
-	}
 	comma, _ := commaAt(t.raw, len(p.raw))
-	short := make([]byte, 0, t.headEnd+len(t.raw)-comma)
-	short = append(append(short, t.raw[:t.headEnd]...), t.raw[comma:]...)
+	short, base, placeholder := t.shortInput(comma)
+	if !placeholder {
+		base = p.head
+		if !p.headKnown {
+			h, err := t.sub(append(bytes.Clone(t.raw[:t.headEnd]), ']'), false)
+			if err != nil {
+				return "", false
+			}
+			base = h
+		}
+		short = make([]byte, 0, t.headEnd+len(t.raw)-comma)
+		short = append(append(short, t.raw[:t.headEnd]...), t.raw[comma:]...)
+	}
 	s, err := t.sub(short, true)
-	if err != nil || !strings.HasPrefix(s, head) {
+	if err != nil || !strings.HasPrefix(s, base) {
 		return "", false
 	}
-	out := p.text + s[len(head):]
-	if !t.keep(out, head, true) {
+	out := p.text + s[len(base):]
+	head, headKnown := base, !placeholder
+	if placeholder {
+		head, headKnown = p.head, p.headKnown
+	}
+	if !t.keep(out, head, headKnown) {
 		return "", false
 	}
 	return out, true

@@ -18,10 +18,13 @@ func chatTemplates(t *testing.T) (map[string]*ChatTemplate, map[string]appendOnl
 	// What each template's text says: Mistral v0.1 and Gemma 2 refuse a
 	// system message; Mistral v0.3 places tools before the last user
 	// message, but there are no tools here.
-	want := map[string]appendOnly{"qwen3": {ok: true, system: true}, "gemma3": {ok: true, system: true},
-		"llama-2-chat": {ok: true, system: true}, "mistral-v0.1-instruct": {ok: true},
-		"mistral-v0.3-instruct-tools": {ok: true, system: true}, "gemma-2-it": {ok: true},
-		"numbered": {}, "system-last": {ok: true}}
+	// All of them that are append-only take a placeholder head, except
+	// head-echo, which repeats the first message's start on every line.
+	both, first := [2]bool{true, true}, [2]bool{true, false}
+	want := map[string]appendOnly{"qwen3": {ok: true, system: true, short: both}, "gemma3": {ok: true, system: true, short: both},
+		"llama-2-chat": {ok: true, system: true, short: both}, "mistral-v0.1-instruct": {ok: true, short: first},
+		"mistral-v0.3-instruct-tools": {ok: true, system: true, short: both}, "gemma-2-it": {ok: true, short: first},
+		"numbered": {}, "system-last": {ok: true, short: first}, "head-echo": {ok: true, system: true}}
 	seen := map[string]bool{}
 	for _, dir := range []string{"llama2", "gemma3"} {
 		tok, err := LoadDir(filepath.Join("testdata", "families", dir))
@@ -52,6 +55,9 @@ func chatTemplates(t *testing.T) (map[string]*ChatTemplate, map[string]appendOnl
 	for name, src := range map[string]string{
 		// Numbers turns out of the total: every turn renumbers the others.
 		"numbered": `{% for m in messages %}[{{ loop.index }}/{{ messages|length }}] {{ m.role }}: {{ m.content }}
+{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}`,
+		// Starts every line with the first message's first three bytes.
+		"head-echo": `{% for m in messages %}{{ messages[0].content[:3] }}| {{ m.role }}: {{ m.content }}
 {% endfor %}{% if add_generation_prompt %}assistant:{% endif %}`,
 		// Puts the system prompt before the last user message, as some
 		// Mistral templates do.
@@ -105,8 +111,9 @@ func TestChatIncrementalEqualsFull(t *testing.T) {
 	for name, ct := range templates {
 		t.Run(name, func(t *testing.T) {
 			v := ct.verdict("", nil)
-			if w := wantAppendOnly[name]; v.ok != w.ok || v.system != w.system {
-				t.Fatalf("append-only %v, with a system message %v; want %v, %v", v.ok, v.system, w.ok, w.system)
+			if w := wantAppendOnly[name]; v.ok != w.ok || v.system != w.system || v.short != w.short {
+				t.Fatalf("append-only %v, with a system message %v, placeholder heads %v; want %v, %v, %v",
+					v.ok, v.system, v.short, w.ok, w.system, w.short)
 			}
 			r := rand.New(rand.NewPCG(1, uint64(len(name))))
 			for conv := range 40 {

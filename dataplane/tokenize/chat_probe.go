@@ -14,6 +14,11 @@ import (
 type appendOnly struct {
 	ok, system bool
 	gen        string
+	// short[h-1]: a turn whose head is h messages renders its new
+	// messages after placeholderHeads[h-1] instead of its own head, and
+	// base[h-1] is that head's rendering (chat_short.go).
+	short [2]bool
+	base  [2]string
 }
 
 // verdicts holds a template's appendOnly verdicts by template variables.
@@ -103,6 +108,10 @@ func (c *ChatTemplate) probe(extra map[string]json.RawMessage) *appendOnly {
 		withSystem = append(withSystem, probeConversations(s)...)
 	}
 	v.system = c.probeClass(v, withSystem, extra)
+	c.probeShort(v, probeConversations(""), 1, extra)
+	if v.system {
+		c.probeShort(v, withSystem, 2, extra)
+	}
 	return v
 }
 
@@ -127,10 +136,8 @@ func probeConversations(system string) [][]plainMessage {
 }
 
 // probeClass checks convs: every full rendering ends with the same
-// generation prompt (v.gen, set by the first class probed), and every
-// conversation, fed to a private cache turn by turn and again skipping
-// turns, renders each later turn through the incremental path exactly as
-// in full.
+// generation prompt (v.gen, set by the first class probed), and
+// probeTurns.
 func (c *ChatTemplate) probeClass(v *appendOnly, convs [][]plainMessage, extra map[string]json.RawMessage) bool {
 	for _, m := range convs {
 		for n := len(m); n > 0; n -= 2 {
@@ -145,7 +152,14 @@ func (c *ChatTemplate) probeClass(v *appendOnly, convs [][]plainMessage, extra m
 			v.gen = full[len(bare):]
 		}
 	}
-	trial := &appendOnly{ok: true, system: true, gen: v.gen}
+	return c.probeTurns(&appendOnly{ok: true, system: true, gen: v.gen}, convs, extra)
+}
+
+// probeTurns feeds each conversation of convs to a private cache turn by
+// turn, and again skipping turns, and reports whether each later turn of
+// a clean conversation renders through the incremental path under trial,
+// and every turn exactly as in full.
+func (c *ChatTemplate) probeTurns(trial *appendOnly, convs [][]plainMessage, extra map[string]json.RawMessage) bool {
 	key := extraKey(extra)
 	for _, m := range convs {
 		for _, step := range []int{2, 4} {
