@@ -51,4 +51,3 @@ func (t *chatTurn) shortInput(comma int) ([]byte, string, bool) {
 	short = append(append(short, head...), t.raw[comma:]...)
 	return short, t.v.base[t.heads-1], true
 }
-
