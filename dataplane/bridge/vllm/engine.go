@@ -40,6 +40,9 @@ type Engine struct {
 	// the engine's slots (lora.go): a request for an adapter that is not
 	// resident waits for its load.
 	Residency *Residency
+	// Disagg is the engine's part in prefill/decode disaggregation
+	// (disagg.go); the zero value serves aggregated requests only.
+	Disagg Disagg
 
 	reqs bridgeutil.Requests
 }
@@ -58,7 +61,7 @@ type completionRequest struct {
 	CacheSalt      string         `json:"cache_salt,omitempty"`
 	Priority       int32          `json:"priority,omitempty"`
 	Stream         bool           `json:"stream"`
-	StreamOptions  map[string]any `json:"stream_options"`
+	StreamOptions  map[string]any `json:"stream_options,omitempty"`
 	ReturnTokenIDs bool           `json:"return_token_ids"`
 	RequestID      string         `json:"request_id,omitempty"`
 	samplingFields
@@ -79,6 +82,9 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 	if string(g.Model) != e.Model {
 		return &serve.StreamError{Code: wire.CodeUnknownModel, Message: "model " + string(g.Model) + " is not served here"}
 	}
+	if g.Flags&wire.GenHandoff != 0 || e.Disagg.Role == wire.RolePrefill {
+		return e.generateHandoff(k, g) // disagg.go
+	}
 	if g.MMItems.Len() > 0 || len(g.Guided) > 0 || len(g.KVTransfer) > 0 {
 		return &serve.StreamError{Code: wire.CodeBadRequest, Message: "the bridge forwards token prompts only (no multimodal items, guided output or KV transfer)"}
 	}
@@ -88,13 +94,29 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		}
 		return e.generateSGLang(k, g)
 	}
-	model, err := e.model(g.LoRAID)
+	body, rank, err := e.completionBody(g)
 	if err != nil {
 		return err
 	}
+	ctx := wire.WithTrace(e.reqs.Start(k), g) // the engine's HTTP request carries the trace (post)
+	if g.LoRAID != 0 && e.Residency != nil {
+		go e.runAdapter(ctx, k, g.LoRAID, body, rank)
+		return nil
+	}
+	go e.run(ctx, k, body, rank)
+	return nil
+}
+
+// completionBody is g as the streamed token-id completion request vLLM
+// is sent, and the data-parallel rank it goes to (-1: vLLM's choice).
+func (e *Engine) completionBody(g *wire.Generate) (*completionRequest, int, error) {
+	model, err := e.model(g.LoRAID)
+	if err != nil {
+		return nil, 0, err
+	}
 	rank, err := e.rankOf(g)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	body := completionRequest{Model: model, Prompt: g.Prompt.AppendTo(nil), MaxTokens: g.MaxTokens, Temperature: g.Temperature,
 		TopP: g.TopP, TopK: g.TopK, StopTokenIDs: g.StopTokens.AppendTo(nil), IgnoreEOS: g.Flags&wire.GenIgnoreEOS != 0,
@@ -105,13 +127,7 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 		body.Seed = &seed
 	}
 	body.samplingFields = samplingOf(g)
-	ctx := wire.WithTrace(e.reqs.Start(k), g) // the engine's HTTP request carries the trace (post)
-	if g.LoRAID != 0 && e.Residency != nil {
-		go e.runAdapter(ctx, k, g.LoRAID, &body, rank)
-		return nil
-	}
-	go e.run(ctx, k, &body, rank)
-	return nil
+	return &body, rank, nil
 }
 
 // Cancel implements serve.Backend.

@@ -44,6 +44,7 @@ type Fake struct {
 	running   int
 	requests  []Request   // what the bridge sent, for tests
 	sgl       sglangState // the SGLang mode's (sglang.go)
+	nixl      *nixlState  // WithNIXL (nixl.go); guarded by mu
 	// topic prefixes every batch on the PUB socket (WithReplayTopic), and
 	// topicInReplay puts it in replay replies too.
 	topic         []byte
@@ -87,6 +88,7 @@ type options struct {
 	kvOffload            kvOffloadInfo
 	loraDelay            time.Duration
 	loraPaths            map[string]bool
+	nixl                 *nixlState
 }
 
 // WithMaxModelLen makes GET /v1/models list the model with context n, as
@@ -132,7 +134,7 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
 		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
 		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{},
-		kvOffload: a.kvOffload,
+		kvOffload: a.kvOffload, nixl: a.nixl,
 		lora:      loraState{paths: a.loraPaths, maxLoRAs: a.maxLoRAs, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
 	if a.topic != nil {
 		f.topic, f.topicInReplay = []byte(*a.topic), true

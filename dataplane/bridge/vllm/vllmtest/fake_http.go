@@ -36,6 +36,9 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 	f.running++
 	f.mu.Unlock()
 	defer func() { f.mu.Lock(); f.running--; f.mu.Unlock() }()
+	if f.nixlServe(w, body, req.Prompt) { // nixl.go
+		return
+	}
 	cached := f.admit(lora, req.Prompt)
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
@@ -53,8 +56,11 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		return r.Context().Err() == nil
 	}
-	toks := generated(req.Prompt, req.MaxTokens)
+	toks := f.nixlTokens(body, generated(req.Prompt, req.MaxTokens))
 	for i, tok := range toks {
+		if f.nixlDies(w, i) {
+			return
+		}
 		var finish any
 		if i == req.MaxTokens-1 {
 			finish = "length"
