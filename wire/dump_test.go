@@ -42,6 +42,11 @@ func dumpValue(sb *strings.Builder, prefix string, v reflect.Value) {
 			for j := range x.Len() {
 				fmt.Fprintf(sb, "%s[%d]: %+v\n", name, j, x.At(j))
 			}
+		case Media: // media_test.go: the bytes are MEDIA frames' own vectors
+			for j := range x.Len() {
+				it := x.At(j)
+				fmt.Fprintf(sb, "%s[%d]: id %x mime %q %dx%d size %d\n", name, j, it.ID, it.MIME, it.Width, it.Height, x.Size(j))
+			}
 		case LogitBias:
 			for j := range x.Len() {
 				tok, b := x.At(j)

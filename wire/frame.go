@@ -42,7 +42,7 @@ var typeNames = map[Type]string{
 	TypePong: "PONG", TypeGoaway: "GOAWAY", TypeError: "ERROR", TypeGenerate: "GENERATE",
 	TypeTokens: "TOKENS", TypeCancel: "CANCEL", TypeKVEvents: "KV_EVENTS", TypeLoad: "LOAD",
 	TypeLoadRequest: "LOAD_REQUEST", TypeSnapshotRequest: "SNAPSHOT_REQUEST", TypeSnapshot: "SNAPSHOT", TypeRing: "RING",
-	TypeAdapters: "ADAPTERS",
+	TypeAdapters: "ADAPTERS", TypeMedia: "MEDIA",
 }
 
 // String returns the type's name as written in PROTOCOL.md.

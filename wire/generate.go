@@ -20,7 +20,7 @@ const (
 	// GenTrace: the trace section follows (Trace, trace.go; only to
 	// engines with FeatureTrace).
 	GenTrace   GenerateFlags = 1 << 4
-	genDefined               = GenIgnoreEOS | GenHasSeed | GenWantText | GenSampling | GenTrace | GenHandoff // GenHandoff: disagg.go
+	genDefined               = GenIgnoreEOS | GenHasSeed | GenWantText | GenSampling | GenTrace | GenHandoff | GenMedia // GenHandoff: disagg.go, GenMedia: media.go
 )
 
 // AnyRank in Generate.DPRank lets the engine pick the data-parallel rank.
@@ -75,6 +75,7 @@ func MMItemsOf(items []MMItem) MMItems {
 //	| sampling (flag GenSampling only): see Sampling |
 //	| trace (flag GenTrace only): see Trace |
 //	| hand-off (flag GenHandoff only): see Handoff (disagg.go) |
+//	| media (flag GenMedia only): see Media (media.go); the bytes follow in MEDIA frames |
 type Generate struct {
 	RequestID   []byte
 	Model       []byte
@@ -104,6 +105,10 @@ type Generate struct {
 	Trace Trace
 	// Handoff is the prefill/decode hand-off section, sent when Flags has GenHandoff.
 	Handoff Handoff
+	// Media are the images of MMItems, item for item, sent with GenMedia
+	// (set by the encoder when Media has items) to engines with
+	// FeatureMultimodal; Writer.SendGenerate sends their bytes.
+	Media Media
 }
 
 // Type implements Message.
@@ -121,7 +126,7 @@ func (m *Generate) AppendPayload(dst []byte) ([]byte, error) {
 	e.f32(m.TopP)
 	e.u32(uint32(m.TopK))
 	e.u64(m.Seed)
-	e.u32(uint32(m.Flags))
+	e.u32(uint32(m.wireFlags()))
 	e.u16(m.DPRank)
 	e.zero(2)
 	e.tokens(m.StopTokens)
@@ -141,6 +146,9 @@ func (m *Generate) AppendPayload(dst []byte) ([]byte, error) {
 	}
 	if m.Flags&GenHandoff != 0 {
 		m.Handoff.append(&e)
+	}
+	if m.wireFlags()&GenMedia != 0 {
+		m.Media.append(&e)
 	}
 	return e.b, e.err
 }
@@ -180,6 +188,10 @@ func (m *Generate) Decode(p []byte, lim *Limits) error {
 	if m.Flags&GenHandoff != 0 {
 		m.Handoff.decode(&c)
 	}
+	m.Media = Media{}
+	if m.Flags&GenMedia != 0 {
+		m.Media.decode(&c, lim)
+	}
 	if err := c.done("GENERATE"); err != nil {
 		return err
 	}
@@ -218,7 +230,7 @@ func (m *Generate) validate() error {
 			return fmt.Errorf("decoding GENERATE: mm item %d outside prompt: %w", i, ErrBadValue)
 		}
 	}
-	return nil
+	return m.validateMedia()
 }
 
 // PayloadSize returns the length of the encoded payload, without encoding it.
@@ -234,6 +246,9 @@ func (m *Generate) PayloadSize() int {
 	}
 	if m.Flags&GenHandoff != 0 {
 		n += m.Handoff.size()
+	}
+	if m.wireFlags()&GenMedia != 0 {
+		n += m.Media.size()
 	}
 	return n
 }
@@ -254,6 +269,8 @@ func (m *Generate) CheckLimits(lim *Limits) error {
 		return fmt.Errorf("GENERATE mm_items: %d over %d: %w", m.MMItems.Len(), lim.MaxListItems, ErrLimit)
 	case m.Sampling.LogitBias.Len() > lim.MaxListItems:
 		return fmt.Errorf("GENERATE logit_bias: %d over %d: %w", m.Sampling.LogitBias.Len(), lim.MaxListItems, ErrLimit)
+	case m.Media.Len() > 0 && m.checkMediaLimits(lim) != nil:
+		return m.checkMediaLimits(lim)
 	case m.PayloadSize() > lim.MaxFrameSize:
 		return fmt.Errorf("GENERATE of %d bytes over %d: %w", m.PayloadSize(), lim.MaxFrameSize, ErrFrameTooLarge)
 	}

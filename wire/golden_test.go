@@ -132,7 +132,7 @@ func goldenCases() []goldenCase {
 		{name: "snapshot_request", about: "SNAPSHOT_REQUEST number 3", msg: &SnapshotRequest{SnapshotID: 3}},
 		{name: "snapshot", about: "SNAPSHOT 3, chunk 0, last, as of KV_EVENTS seq 42", msg: &Snapshot{
 			SnapshotID: 3, Chunk: 0, Last: true, Seq: 42, Events: events[:2]}},
-	}, append(append(traceGoldenCases(), tokenBatchGoldenCases()...), disaggGoldenCases()...)...) // trace_test.go, tokens_batch_test.go, disagg_test.go
+	}, append(append(traceGoldenCases(), tokenBatchGoldenCases()...), append(disaggGoldenCases(), mediaGoldenCases()...)...)...) // trace_test.go, tokens_batch_test.go, disagg_test.go, media_test.go
 }
 
 func mustLogprobs(topN int, entries []LogprobEntry) Logprobs {

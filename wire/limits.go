@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Limits bound what a peer may make the receiver hold. A frame or count over a
@@ -19,6 +21,9 @@ type Limits struct {
 	// MaxListItems bounds every other list (models, LoRA adapters, tiers,
 	// multimodal items).
 	MaxListItems int
+	// MaxMediaItemBytes bounds one media item's bytes, MaxMediaBytes the
+	// sum over one GENERATE's items (media.go); 0: the default.
+	MaxMediaItemBytes, MaxMediaBytes int
 }
 
 // Default limit values (PROTOCOL.md, "Limits").
@@ -28,6 +33,11 @@ const (
 	DefaultMaxStopTokens = 1024
 	DefaultMaxEvents     = 1 << 16
 	DefaultMaxListItems  = 4096
+	// DefaultMaxMediaItemBytes is above the 20 MiB a kvgate gateway takes
+	// for one image by default; DefaultMaxMediaBytes bounds what one
+	// request's images make an engine hold.
+	DefaultMaxMediaItemBytes = 32 << 20
+	DefaultMaxMediaBytes     = 64 << 20
 	// MaxFrameSizeCeiling is the largest MaxFrameSize Validate accepts.
 	MaxFrameSizeCeiling = 1 << 30
 )
@@ -57,6 +67,9 @@ func DefaultLimits() Limits {
 		MaxStopTokens: DefaultMaxStopTokens,
 		MaxEvents:     DefaultMaxEvents,
 		MaxListItems:  DefaultMaxListItems,
+
+		MaxMediaItemBytes: DefaultMaxMediaItemBytes,
+		MaxMediaBytes:     DefaultMaxMediaBytes,
 	}
 }
 
@@ -73,8 +86,13 @@ func (l *Limits) Validate() error {
 	check("MaxStopTokens", l.MaxStopTokens, 0, 1<<16)
 	check("MaxEvents", l.MaxEvents, 1, MaxFrameSizeCeiling/8)
 	check("MaxListItems", l.MaxListItems, 1, 1<<16)
+	check("MaxMediaItemBytes", l.MaxMediaItemBytes, 0, math.MaxUint32)
+	check("MaxMediaBytes", l.MaxMediaBytes, 0, 1<<40)
 	return errors.Join(errs...)
 }
+
+func (l *Limits) mediaItemBytes() int { return cmp.Or(l.MaxMediaItemBytes, DefaultMaxMediaItemBytes) }
+func (l *Limits) mediaBytes() int     { return cmp.Or(l.MaxMediaBytes, DefaultMaxMediaBytes) }
 
 var defaultLimits = DefaultLimits()
 

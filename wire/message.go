@@ -79,6 +79,8 @@ func NewMessage(t Type) Message {
 		return &Ring{}
 	case TypeAdapters:
 		return &Adapters{}
+	case TypeMedia:
+		return &MediaChunk{}
 	}
 	return nil
 }

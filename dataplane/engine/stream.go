@@ -134,9 +134,16 @@ func (s *Stream) signal() {
 // pool's wire limits is refused here (an error wrapping wire.ErrLimit or
 // wire.ErrFrameTooLarge) and never sent: the engine would refuse it too,
 // or, for a frame over its limit, end the connection and every stream on
-// it.
+// it. So are images (g.MMItems, g.Media) for an engine without
+// wire.FeatureMultimodal (an error naming the feature, wrapping
+// wire.ErrUnexpectedFrame). The images' bytes follow the GENERATE on its
+// stream in MEDIA frames (wire.Writer.SendGenerate), before Generate
+// returns.
 func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 	if err := g.CheckLimits(&e.pool.cfg.Limits); err != nil {
+		return nil, fmt.Errorf("engine %s: %w", e.Addr, err)
+	}
+	if err := g.CheckFeatures(e.Features()); err != nil {
 		return nil, fmt.Errorf("engine %s: %w", e.Addr, err)
 	}
 	e.mu.Lock()
@@ -157,7 +164,7 @@ func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 	e.streams[s.id] = s
 	c := e.conn
 	e.mu.Unlock()
-	if err := c.Send(s.id, g); err != nil {
+	if err := c.SendGenerate(s.id, g); err != nil {
 		e.mu.Lock()
 		delete(e.streams, s.id)
 		e.mu.Unlock()

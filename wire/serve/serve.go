@@ -88,6 +88,9 @@ type conn struct {
 
 	mu      sync.Mutex
 	streams map[uint32]struct{}
+	// media are the GENERATEs waiting for their MEDIA frames (media.go);
+	// the read loop's alone.
+	media map[uint32]*wire.MediaAssembly
 }
 
 // New returns a server for be; Serve accepts routers.
@@ -243,11 +246,20 @@ func (s *Server) handleFrame(c *conn, f wire.Frame) error {
 			s.refuse(c, f.Stream, code, err.Error())
 			return nil
 		}
-		s.generate(c, f.Stream, &g)
+		if g.Flags&wire.GenMedia != 0 {
+			s.awaitMedia(c, f.Stream, &g)
+		} else if s.checkPlain(c, f.Stream, &g) {
+			s.generate(c, f.Stream, &g)
+		}
+	case wire.TypeMedia:
+		return s.mediaFrame(c, f)
 	case wire.TypeCancel:
 		var m wire.Cancel
 		if err := wire.DecodeFrame(f, &m, lim); err != nil {
 			return err
+		}
+		if s.cancelMedia(c, f.Stream) {
+			return nil
 		}
 		c.mu.Lock()
 		_, open := c.streams[f.Stream]
