@@ -81,7 +81,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"gpu_blocks": *gpuBlocks, "cpu_blocks": *cpuBlocks, "disk_blocks": *diskBlocks, "max_requests": *maxRequests, "cpu_link": links.cpu.String(), "disk_link": links.disk.String(),
 		"prefill_rate": weights.PrefillTokensPerMs, "cpu_block_cost": weights.CPUBlockCost, "disk_block_cost": weights.DiskBlockCost,
 		"pooled_lru_hit": ideal, "load": *load, "seed": *seed, "max_loras": lora.slots, "lora_load_time": lora.loadTime.String(),
-		"prefill_engines": disagg.prefill, "disagg_always": disagg.always, "ttft_slo": disagg.ttft.String(), "tpot_slo": disagg.tpot.String(), "mode": "simulate (virtual time; latencies are simulated ms)"}}}
+		"prefill_engines": disagg.prefill, "disagg_always": disagg.always, "split_slo": disagg.splitSLO, "ttft_slo": disagg.ttft.String(), "tpot_slo": disagg.tpot.String(), "mode": "simulate (virtual time; latencies are simulated ms)"}}}
 	return eachPolicy(ctx, cmp, *policies, *jsonOut, *reportDir, stdout, func(p string) (*loadgen.Result, error) {
 		policy := route.Policy(p)
 		if !cluster.SimOnlyPolicy(policy) {

@@ -23,9 +23,10 @@ import (
 // (sim.Request.HandOffDecode), and produces the rest; the router cancels
 // the prefill side at the decode side's first token (it reaches the
 // prefill engine NetDelay later), as the gateway does. Under kv the
-// router weighs each request as route does (Weights.AggregatedCost
-// against Weights.HandoffCost) unless Disagg.Always splits every one;
-// decode engines serve the requests it keeps aggregated.
+// router weighs each request as route does (Weights.ShouldSplit, with
+// Weights.SplitTargets and the request's output length as its
+// max_tokens) unless Disagg.Always splits every one; decode engines
+// serve the requests it keeps aggregated.
 
 // Disagg is a cluster's prefill/decode split.
 type Disagg struct {
@@ -146,13 +147,13 @@ func (s *Sim) arriveSplit(router, i int) bool {
 	p := s.nearBest(len(pc), func(j int) float64 { return w.Cost(route.PolicyKV, &pc[j], n) })
 	pcost := w.Cost(route.PolicyKV, &pc[p], n)
 	d := s.nearBest(len(dc), func(j int) float64 { return w.HandoffCost(pcost, &dc[j], n) })
-	splitCost := w.HandoffCost(pcost, &dc[d], n)
-	if math.IsInf(splitCost, 1) {
+	if math.IsInf(w.HandoffCost(pcost, &dc[d], n), 1) {
 		return false
 	}
 	if !s.cfg.Disagg.Always {
 		a := s.nearBest(len(dc), func(j int) float64 { return w.AggregatedCost(&dc[j], n) })
-		if splitCost >= w.AggregatedCost(&dc[a], n) {
+		ch := route.SplitChoice{Aggregated: &dc[a], PrefillCost: pcost, Decode: &dc[d], Prompt: n, MaxTokens: s.reqs[i].Output}
+		if !w.ShouldSplit(&ch) {
 			return false
 		}
 	}

@@ -56,3 +56,44 @@ func TestHandoff(t *testing.T) {
 		t.Fatalf("conditional: %d of 160 split", cond.Split)
 	}
 }
+
+// mixedOutputs is n requests of prompt tokens, no two alike, one
+// every gap, their outputs cycling through outputs.
+func mixedOutputs(n, prompt int, gap time.Duration, outputs ...int) *workload.Workload {
+	wl := &workload.Workload{Spec: "mixed outputs"}
+	for i := range n {
+		p := make([]uint32, prompt)
+		for j := range p {
+			p[j] = uint32((i*prompt + j) % 150000)
+		}
+		wl.Requests = append(wl.Requests, workload.Request{At: time.Duration(i) * gap, Prompt: p, Output: outputs[i%len(outputs)]})
+	}
+	return wl
+}
+
+// TestHandoffSplitTargets: with the targets among the routers' weights
+// (route.Weights.SplitTargets), a 12,000-token prompt whose 2-token
+// output cannot spread its transfer (some 70 ms over 25 GB/s) under a
+// 50 ms TPOT is served aggregated, one of 300 tokens may still be split:
+// conditional disaggregation splits fewer requests than on speed alone,
+// and more meet the TPOT target.
+func TestHandoffSplitTargets(t *testing.T) {
+	wl := mixedOutputs(120, 12000, 250*time.Millisecond, 2, 300)
+	run := func(targets route.SplitTargets) *GoodputStats {
+		cfg := config(route.PolicyKV, 1)
+		cfg.Engines, cfg.Disagg, cfg.Rank.GPUBlocks = 4, Disagg{Prefill: 2}, 16384
+		cfg.Weights.SplitTargets = targets
+		cfg.SLO = SLO{TTFT: 2 * time.Second, TPOT: 50 * time.Millisecond}
+		cfg.Goodput = &GoodputStats{}
+		res, err := Run(cfg, wl, nil)
+		if err != nil || res.Requests != 120 || res.Errors != 0 {
+			t.Fatalf("%+v: %v, %d done, %d errors %v", targets, err, res.Requests, res.Errors, res.FirstErrors)
+		}
+		return cfg.Goodput
+	}
+	speed, slo := run(route.SplitTargets{}), run(route.SplitTargets{TTFT: 2 * time.Second, TPOT: 50 * time.Millisecond})
+	t.Logf("speed only: %+v; with targets: %+v", speed, slo)
+	if speed.Split == 0 || slo.Split == 0 || slo.Split >= speed.Split || slo.TPOTMet <= speed.TPOTMet {
+		t.Fatalf("speed only: %d split, %d within TPOT; with targets: %d split, %d within TPOT", speed.Split, speed.TPOTMet, slo.Split, slo.TPOTMet)
+	}
+}
