@@ -263,3 +263,27 @@ func TestChatIncrementalSharedHead(t *testing.T) {
 		}
 	}
 }
+
+// TestUnescapeJSON holds the markers' unescaper to encoding/json on
+// escapes of every kind, surrogate pairs and lone surrogates included.
+func TestUnescapeJSON(t *testing.T) {
+	bodies := []string{`plain`, `a\nb\tc\"d\\e\/f\b\f\r`, `\u003cthink\u003e`, `\ud83d\ude00x`, `\ud83dx`, `\ude00`,
+		`\ud83d\u0041`, `\u00e9\u65e5`, `\uD83D\uDE00`, `\q`, `\u12`, `tail\`}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		var b strings.Builder
+		for range r.IntN(20) {
+			b.WriteRune(rune(r.IntN(0x11000)))
+		}
+		enc, _ := json.Marshal(b.String())
+		bodies = append(bodies, string(enc[1:len(enc)-1]))
+	}
+	for _, body := range bodies {
+		var want string
+		wantErr := json.Unmarshal([]byte(`"`+body+`"`), &want)
+		got, ok := unescapeJSON(nil, []byte(body))
+		if ok != (wantErr == nil) || (ok && string(got) != want) {
+			t.Errorf("%q: %q, %v; want %q, %v", body, got, ok, want, wantErr)
+		}
+	}
+}

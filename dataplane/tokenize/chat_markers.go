@@ -2,8 +2,9 @@ package tokenize
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Markers: what keeps message contents from steering a template.
@@ -88,21 +89,21 @@ func jinjaString(source string, at int) (string, int) {
 }
 
 // cleanContent reports whether a message content, the JSON string body
-// between its quotes, holds none of markers. A body with escapes is
-// decoded first.
+// between its quotes, holds none of markers. Only a \u escape can spell a
+// markup character, so a body with other escapes and no markup character
+// is clean as it is; the others are unescaped first.
 func cleanContent(body []byte, escaped bool, markers [][]byte) bool {
 	if len(markers) == 0 {
 		return true
 	}
+	if !bytes.ContainsAny(body, markupChars) && (!escaped || !bytes.Contains(body, []byte(`\u`))) {
+		return true
+	}
 	if escaped {
-		var s string
-		if json.Unmarshal(append(append([]byte{'"'}, body...), '"'), &s) != nil {
+		var ok bool
+		if body, ok = unescapeJSON(make([]byte, 0, len(body)), body); !ok {
 			return false
 		}
-		body = []byte(s)
-	}
-	if !bytes.ContainsAny(body, markupChars) {
-		return true
 	}
 	for _, m := range markers {
 		if bytes.Contains(body, m) {
@@ -110,4 +111,71 @@ func cleanContent(body []byte, escaped bool, markers [][]byte) bool {
 		}
 	}
 	return true
+}
+
+// unescapeJSON appends the text of a JSON string body to dst; ok is false
+// when an escape is malformed.
+func unescapeJSON(dst, body []byte) ([]byte, bool) {
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		if i++; i >= len(body) {
+			return dst, false
+		}
+		switch body[i] {
+		case '"', '\\', '/':
+			dst = append(dst, body[i])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, n := hex4(body[i+1:])
+			if n == 0 {
+				return dst, false
+			}
+			i += n
+			if utf16.IsSurrogate(r) {
+				if r2, n2 := hex4(body[min(i+3, len(body)):]); n2 > 0 && i+2 < len(body) && body[i+1] == '\\' && body[i+2] == 'u' {
+					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+						r, i = d, i+2+n2
+					}
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return dst, false
+		}
+	}
+	return dst, true
+}
+
+// hex4 reads the four hex digits b starts with: the rune and 4, or 0, 0.
+func hex4(b []byte) (rune, int) {
+	if len(b) < 4 {
+		return 0, 0
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, 0
+		}
+	}
+	return r, 4
 }

@@ -143,7 +143,7 @@ func plainRole(raw []byte) (role string, content []byte, escaped bool, err error
 			if !valPlain || seen&1 != 0 {
 				return "", nil, false, errNotPlain
 			}
-			role, seen = string(val), seen|1
+			role, seen = roleName(val), seen|1
 		case "content":
 			if seen&2 != 0 {
 				return "", nil, false, errNotPlain
@@ -168,9 +168,22 @@ func plainRole(raw []byte) (role string, content []byte, escaped bool, err error
 	if skip(); i != len(raw) {
 		return "", nil, false, errNotPlain
 	}
-	switch role {
-	case "system", "user", "assistant":
-		return role, content, escaped, nil
+	if role == "" {
+		return "", nil, false, errNotPlain
 	}
-	return "", nil, false, errNotPlain
+	return role, content, escaped, nil
+}
+
+// roleName returns the role spelled by b when it is system, user or
+// assistant, else "", without allocating.
+func roleName(b []byte) string {
+	switch string(b) {
+	case "system":
+		return "system"
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	}
+	return ""
 }
