@@ -25,7 +25,10 @@
 // load adapters at run time, within the engine's slots, and report their
 // residency to routers (lora.go); --cpu-blocks, --disk-blocks,
 // --block-bytes and the tier links describe the engine's lower KV tiers
-// in the handshake and in LOAD (tiers.go).
+// in the handshake and in LOAD (tiers.go); --role prefill or decode makes
+// the bridge one side of vLLM's prefill/decode disaggregation through its
+// NixlConnector (vLLM started as kv_producer or kv_consumer), announced to
+// routers, which split requests across the two (disagg.go).
 package main
 
 import (
@@ -78,6 +81,7 @@ type config struct {
 	logLevel                                                                         slog.Level
 	loraFlags
 	tierFlags
+	disaggFlags
 	tiers vllm.LowerTiers // from tierFlags
 }
 
@@ -127,6 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	})
 	c.registerLoRA(fs)
 	c.registerTiers(fs)
+	c.registerDisagg(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -134,6 +139,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--engine-url and --model are required")
 	}
 	if err := c.checkKind(fs); err != nil {
+		return nil, err
+	}
+	if err := c.checkDisagg(); err != nil {
 		return nil, err
 	}
 	c.engineURL = strings.TrimSuffix(c.engineURL, "/")

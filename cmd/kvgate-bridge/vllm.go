@@ -33,6 +33,7 @@ type vllmBridge struct {
 func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logger) (backend, error) {
 	e := vllm.NewEngine(c.engineURL, c.model, nil, log)
 	e.DPRanks = c.dpRanks
+	c.disagg(e)
 	first := max(c.dpRank, 0) // the engine's rank that is the bridge's rank 0
 	capacity := c.gpuBlocks
 	if c.engineKind == kindSGLang {
@@ -122,6 +123,7 @@ func (vb *vllmBridge) handshake() wire.Handshake {
 	hs.Tiers = append(hs.Tiers, vb.lowerTiers...)
 	hs.TierCosts = vb.Tiers.Costs() // sent only to routers that read it (wire.AcceptHandshake)
 	hs.Features |= vb.Features()    // vLLM: the sampling section; SGLang: none
+	hs.Features |= vb.Disagg.Features()
 	if vb.Residency != nil {
 		hs.Features |= wire.FeatureAdapters // adapters loaded at run time, residency in ADAPTERS
 	}
@@ -142,7 +144,8 @@ func (vb *vllmBridge) setOut(srv *serve.Server) {
 }
 
 func (vb *vllmBridge) collectors(routers func() int) []prometheus.Collector {
-	return append(vllm.Collectors(vb.Bridge, vb.subs, routers), vllm.SubscriberCollectors(vb.subs)...)
+	cs := append(vllm.Collectors(vb.Bridge, vb.subs, routers), vllm.SubscriberCollectors(vb.subs)...)
+	return append(cs, vllm.DisaggCollectors(vb.Engine)...)
 }
 
 func (vb *vllmBridge) run(ctx context.Context) {

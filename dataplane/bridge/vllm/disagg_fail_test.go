@@ -32,7 +32,7 @@ func TestDisaggFailures(t *testing.T) {
 		h := p.prefillHandoff(t, 1, prompt, 4)
 		for i, params := range [][]byte{
 			bytes.Replace(h.KVTransfer, []byte(`"tp_size":1`), []byte(`"tp_size":1,"extra":1`), 1), // a field too many
-			bytes.Replace(h.KVTransfer, []byte(`"do_remote_prefill":true,`), nil, 1),             // one missing
+			bytes.Replace(h.KVTransfer, []byte(`"do_remote_prefill":true,`), nil, 1),               // one missing
 		} {
 			if bytes.Equal(params, h.KVTransfer) {
 				t.Fatalf("case %d: params %s not changed", i, params)

@@ -133,8 +133,8 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fake{Model: model, BlockSize: blockSize, Capacity: capacity, Encoding: enc, cache: map[vllm.Hash]*entry{}, cancel: cancel,
 		offload: offloadTier{capacity: a.cpuBlocks, blockSize: a.cpuBlockSize, blocks: map[vllm.Hash]*entry{}}, loras: a.loras,
-		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{},
-		kvOffload: a.kvOffload, nixl: a.nixl,
+		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{}, nixl: a.nixl,
+		kvOffload: a.kvOffload,
 		lora:      loraState{paths: a.loraPaths, maxLoRAs: a.maxLoRAs, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
 	if a.topic != nil {
 		f.topic, f.topicInReplay = []byte(*a.topic), true
