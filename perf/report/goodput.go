@@ -21,8 +21,8 @@ type GoodputSweep struct {
 	Workload string         `json:"workload"`
 	Flags    map[string]any `json:"flags"`
 	// TTFT and TPOT are the targets a request must meet together to count.
-	TTFT string      `json:"ttft_target"`
-	TPOT string      `json:"tpot_target"`
+	TTFT string       `json:"ttft_target"`
+	TPOT string       `json:"tpot_target"`
 	Runs []GoodputRun `json:"runs"`
 }
 
