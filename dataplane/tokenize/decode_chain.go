@@ -201,18 +201,7 @@ func (t *Tokenizer) Decode(dst []byte, ids []uint32, skipSpecial bool) []byte {
 	if t.dec != nil {
 		return append(dst, t.decodeChain(ids, skipSpecial)...)
 	}
-	for _, id := range ids {
-		if a, ok := t.added[id]; ok {
-			if !(skipSpecial && a.Special) {
-				dst = append(dst, a.Content...)
-			}
-			continue
-		}
-		if int(id) < len(t.spelling) {
-			dst = append(dst, t.spelling[id]...)
-		}
-	}
-	return dst
+	return t.bytes().appendIDs(dst, ids, skipSpecial)
 }
 
 // decodeChain runs a SentencePiece-style decoder over the ids' tokens;

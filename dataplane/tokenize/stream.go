@@ -1,6 +1,9 @@
 package tokenize
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Stream detokenizes generated ids incrementally, as streamed API responses
 // need: each Next returns the text completed by the new ids. For a
@@ -63,12 +66,18 @@ func (s *Stream) Next(dst []byte, ids []uint32) []byte {
 		}
 		return dst
 	}
-	s.pending = s.t.Decode(s.pending, ids, s.skipSpecial)
-	keep := incompleteTail(s.pending)
-	ready := s.pending[:len(s.pending)-keep]
-	dst = append(dst, toValidUTF8(string(ready))...)
-	n := copy(s.pending, s.pending[len(ready):])
-	s.pending = s.pending[:n]
+	// The bytes held back and the ids' bytes go straight into dst; an
+	// unfinished sequence at the end goes back to pending, and only text
+	// that is not valid UTF-8 is rewritten.
+	start := len(dst)
+	dst = append(dst, s.pending...)
+	dst = s.t.bytes().appendIDs(dst, ids, s.skipSpecial)
+	keep := incompleteTail(dst[start:])
+	s.pending = append(s.pending[:0], dst[len(dst)-keep:]...)
+	dst = dst[:len(dst)-keep]
+	if !utf8.Valid(dst[start:]) {
+		dst = append(dst[:start], toValidUTF8(string(dst[start:]))...)
+	}
 	return dst
 }
 

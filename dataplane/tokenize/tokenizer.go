@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Tokenizer turns text into the token ids a model's own Hugging Face
@@ -36,6 +37,9 @@ type Tokenizer struct {
 	// Config holds what tokenizer_config.json said.
 	Config Config
 	chat   *ChatTemplate
+
+	table     byteTable // byte-level decoding laid flat (decode_table.go), built once
+	tableOnce sync.Once
 }
 
 // Config is the part of tokenizer_config.json the router uses.
