@@ -46,7 +46,8 @@ type Keys struct {
 	LoRAID uint32
 	// CacheSalt isolates tenants: it enters block 0, hence every block.
 	CacheSalt []byte
-	// MM lists multimodal items, sorted by Offset.
+	// MM lists multimodal items, sorted by Offset, non-empty and not
+	// overlapping (each image's placeholder tokens).
 	MM []MMItem
 }
 
@@ -64,7 +65,17 @@ const (
 //	extra_i, in this order, each present only when it applies:
 //	  | 0x01 | lora_id u32 |                     LoRAID != 0
 //	  | 0x02 | len u16 | salt bytes |            i == 0 and CacheSalt != ""
-//	  | 0x03 | hash u64 | offset u32 | x k       each MM item overlapping block i
+//	  | 0x03 | hash u64 | rel_offset i32 | x k   each MM item overlapping block i, in item order
+//
+// (integers little-endian). An MM item overlaps block i when it has a
+// token in [i*B, (i+1)*B); its rel_offset is Offset - i*B, where it starts
+// relative to the block's first token: negative when it began in an
+// earlier block. That is vLLM's per-block extra key (identifier,
+// offset - start_token_idx) of _gen_mm_extra_hash_keys
+// (vllm/v1/core/kv_cache_utils.py at 001cabc1be16a59a70d720ed61a13b678c060a18),
+// so a block's hash can be rebuilt from a vLLM KV event alone (HashBlock).
+// The same image at another position in an otherwise equal block gives
+// another hash.
 //
 // A partial last block is not hashed. A Hasher is immutable and safe for
 // concurrent use.
@@ -186,8 +197,8 @@ func (k *Keys) check(nTokens int) error {
 		if uint64(it.Offset)+uint64(it.Length) > uint64(nTokens) || it.Length == 0 {
 			return fmt.Errorf("mm item %d [%d,+%d) outside %d tokens: %w", i, it.Offset, it.Length, nTokens, ErrBadKeys)
 		}
-		if i > 0 && it.Offset < k.MM[i-1].Offset {
-			return fmt.Errorf("mm items not sorted by offset: %w", ErrBadKeys)
+		if i > 0 && uint64(it.Offset) < uint64(k.MM[i-1].Offset)+uint64(k.MM[i-1].Length) {
+			return fmt.Errorf("mm item %d at %d: items not sorted by offset or overlapping: %w", i, it.Offset, ErrBadKeys)
 		}
 	}
 	return nil
@@ -204,31 +215,48 @@ func (k *Keys) maxExtra() int {
 // appendExtra writes extra_i at buf[end:] and returns the new end, and the
 // first MM item that can still overlap later blocks.
 func (k *Keys) appendExtra(buf []byte, end, block, blockSize, mm int) (int, int) {
-	if k.LoRAID != 0 {
-		buf[end] = tagLoRA
-		binary.LittleEndian.PutUint32(buf[end+1:], k.LoRAID)
-		end += 5
+	end = putLoRA(buf, end, k.LoRAID)
+	if block == 0 {
+		end = putSalt(buf, end, k.CacheSalt)
 	}
-	if block == 0 && len(k.CacheSalt) > 0 {
-		buf[end] = tagSalt
-		binary.LittleEndian.PutUint16(buf[end+1:], uint16(len(k.CacheSalt)))
-		end += 3 + copy(buf[end+3:], k.CacheSalt)
-	}
-	lo, hi := uint64(block*blockSize), uint64((block+1)*blockSize)
-	for mm < len(k.MM) && uint64(k.MM[mm].Offset)+uint64(k.MM[mm].Length) <= lo {
+	lo, hi := int64(block)*int64(blockSize), int64(block+1)*int64(blockSize)
+	for mm < len(k.MM) && int64(k.MM[mm].Offset)+int64(k.MM[mm].Length) <= lo {
 		mm++ // ends before this block, hence before every later one
 	}
-	for j := mm; j < len(k.MM) && uint64(k.MM[j].Offset) < hi; j++ {
-		it := k.MM[j]
-		if uint64(it.Offset)+uint64(it.Length) <= lo {
-			continue
-		}
-		buf[end] = tagMM
-		binary.LittleEndian.PutUint64(buf[end+1:], it.Hash)
-		binary.LittleEndian.PutUint32(buf[end+9:], it.Offset)
-		end += 13
+	// Items do not overlap (check): those from mm on that start before hi
+	// are the block's.
+	for j := mm; j < len(k.MM) && int64(k.MM[j].Offset) < hi; j++ {
+		end = putMM(buf, end, k.MM[j].Hash, int32(int64(k.MM[j].Offset)-lo))
 	}
 	return end, mm
+}
+
+// putLoRA, putSalt and putMM write one extra key at buf[end:] when it
+// applies and return the new end: the one encoding of extra_i, for Keys
+// and for HashBlock.
+func putLoRA(buf []byte, end int, id uint32) int {
+	if id == 0 {
+		return end
+	}
+	buf[end] = tagLoRA
+	binary.LittleEndian.PutUint32(buf[end+1:], id)
+	return end + 5
+}
+
+func putSalt(buf []byte, end int, salt []byte) int {
+	if len(salt) == 0 {
+		return end
+	}
+	buf[end] = tagSalt
+	binary.LittleEndian.PutUint16(buf[end+1:], uint16(len(salt)))
+	return end + 3 + copy(buf[end+3:], salt)
+}
+
+func putMM(buf []byte, end int, hash uint64, rel int32) int {
+	buf[end] = tagMM
+	binary.LittleEndian.PutUint64(buf[end+1:], hash)
+	binary.LittleEndian.PutUint32(buf[end+9:], uint32(rel))
+	return end + 13
 }
 
 // uint32Bytes views ids as little-endian bytes (a copy on big-endian machines).
@@ -255,8 +283,8 @@ var littleEndian = func() bool {
 // chain whose last block hashed to parent (hasParent false: they start a
 // prompt, as Hash). An engine that reports stored blocks with their tokens
 // and their parent (vLLM's BlockStored) can be translated to this scheme
-// block by block. Multimodal items are refused: their offsets are prompt
-// positions, unknown here.
+// block by block. Multimodal items are refused: Keys place them by prompt
+// position, unknown here; HashBlock takes each block's own items instead.
 func (h *Hasher) Chain(dst []uint64, parent uint64, hasParent bool, tokens []uint32, keys *Keys) ([]uint64, error) {
 	if keys != nil && len(keys.MM) > 0 {
 		return dst, fmt.Errorf("%w: multimodal items in a chained continuation", ErrBadKeys)

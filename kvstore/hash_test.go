@@ -54,6 +54,9 @@ func TestHashGolden(t *testing.T) {
 		{"salt", seqTokens(10), &Keys{CacheSalt: []byte("tenant-a")}},
 		{"mm", seqTokens(12), &Keys{MM: []MMItem{{Offset: 2, Length: 5, Hash: 0xfeedface}}}},
 		{"all", seqTokens(12), &Keys{LoRAID: 7, CacheSalt: []byte("s"), MM: []MMItem{{Offset: 0, Length: 1, Hash: 1}, {Offset: 3, Length: 2, Hash: 2}}}},
+		// Two items in block 0, the second going on through blocks 1 and 2
+		// (relative offsets 1, 3; -1; -5).
+		{"mm_relative", seqTokens(12), &Keys{MM: []MMItem{{Offset: 1, Length: 2, Hash: 0xa}, {Offset: 3, Length: 6, Hash: 0xb}}}},
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# kvstore block hashes: block_size 4, seed 0x6b76676174650001, model \"Qwen/Qwen3-8B\"\n")
@@ -166,6 +169,7 @@ func TestHashBadKeys(t *testing.T) {
 		{MM: []MMItem{{Offset: 10, Length: 100}}},
 		{MM: []MMItem{{Offset: 5, Length: 1}, {Offset: 1, Length: 1}}},
 		{MM: []MMItem{{Offset: 5, Length: 0}}},
+		{MM: []MMItem{{Offset: 5, Length: 4}, {Offset: 8, Length: 1}}}, // overlapping
 		{CacheSalt: make([]byte, 70000)},
 	} {
 		if _, err := h.Hash(nil, seqTokens(32), k); err == nil {
