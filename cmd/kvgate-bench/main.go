@@ -35,6 +35,8 @@ Commands:
   llamacpp real engines: --servers N llama-servers (perf/gguf model) behind kvgate-bridge, then compare against them
   simulate a virtual-time cluster: --engines N --routers M --sync-delay D --policies ... --workload SPEC --json FILE --report DIR
            tiers: --gpu-blocks G --cpu-blocks C --disk-blocks D per engine (also compare's)
+  goodput  virtual time, kv: aggregated on --engines N against each P:D split (--splits 2,4,6; --modes conditional,rule,always)
+           over --loads 1,2,3,4; requests/s within --ttft-slo and --tpot-slo together; --out DIR: table, goodput.svg, JSON
   ideal    the hit rate of one pooled LRU cache per size: --workload SPEC --blocks N1,N2,...
   hybrid   hybrid-model engines (--sim-profile gptoss-like,qwen3next-like): the router's predicted hit against the engines' cached_tokens per policy (kv, kv-group-blind)
   streams  streamed tokens/s and kvgate CPU per million tokens: --streams 256,2048 --max-tokens N [--kvgate before=PATH,after=PATH]
@@ -64,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCompare(ctx, args[1:], stdout, stderr)
 	case "simulate":
 		err = cmdSimulate(ctx, args[1:], stdout, stderr)
+	case "goodput":
+		err = cmdGoodput(ctx, args[1:], stdout, stderr)
 	case "llamacpp":
 		err = cmdLlamaCpp(ctx, args[1:], stdout, stderr)
 	case "ideal":

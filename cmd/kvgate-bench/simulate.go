@@ -90,8 +90,8 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 		fmt.Fprintf(stderr, "== %s: %d requests, %s, %d routers\n", p, len(wl.Requests), shape, *routers)
-		cfg := cluster.Config{Engines: *engines, Ranks: *ranks, Routers: *routers, Policy: policy, Weights: weights,
-			Rank: rank, SyncDelay: *syncDelay, NetDelay: 200 * time.Microsecond, LoadPeriod: 50 * time.Millisecond, Seed: *seed}
+		cfg := clusterConfig(*engines, *routers, policy, rank, *seed) // goodput.go
+		cfg.Ranks, cfg.Weights, cfg.SyncDelay = *ranks, weights, *syncDelay
 		g := disagg.apply(&cfg)
 		res, err := lora.run(cfg, wl, stdout, stderr)
 		disagg.print(stdout, p, g, res, err)
