@@ -98,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 	secretFile := fs.String("secret-file", "", "file holding the shared secret routers must prove (also $KVGATE_SECRET)")
 	fs.DurationVar(&cfg.LoadInterval, "load-interval", cfg.LoadInterval, "period of LOAD reports (0: on request only)")
 	kvEvents := fs.Bool("kv-events", true, "publish KV events and answer snapshot requests (false: routers see nothing of the cache)")
+	multimodal := fs.Bool("multimodal", true, "announce MULTIMODAL and take images in GENERATE, cached by their content (false: routers send no images; wire/PROTOCOL.md 6.11)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long SIGTERM lets running requests finish")
 	fs.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", wire.DefaultHandshakeTimeout, "a router that has not finished its handshake in this long is disconnected")
 	fs.IntVar(&cfg.MaxHandshakes, "max-handshakes", wire.DefaultMaxHandshakes, "routers held before their handshake completes; at the bound the oldest is disconnected")
@@ -114,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (sim.Config, string, slog.Level
 		return cfg, "", 0, err
 	}
 	cfg.NoKVEvents = !*kvEvents
+	cfg.NoMultimodal = !*multimodal
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return cfg, "", 0, fmt.Errorf("--log-level: %w", err)

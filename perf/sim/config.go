@@ -40,6 +40,9 @@ type Config struct {
 	// engine from before GENERATE's sampling section (tests of routing
 	// around it).
 	NoSampling bool
+	// NoMultimodal makes the engine announce no wire.FeatureMultimodal:
+	// routers send it no images, and wire/serve refuses any it gets.
+	NoMultimodal bool
 	// Secret enables challenge-response authentication of routers.
 	Secret []byte
 	// DrainTimeout bounds how long Shutdown lets running requests finish.

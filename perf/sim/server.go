@@ -113,6 +113,9 @@ func (s *Server) handshake() wire.Handshake {
 	if s.cfg.NoSampling {
 		h.Features &^= wire.FeatureSampling
 	}
+	if s.cfg.NoMultimodal {
+		h.Features &^= wire.FeatureMultimodal
+	}
 	if s.loraOn() {
 		h.Features |= wire.FeatureAdapters
 	}
