@@ -80,31 +80,50 @@ func (m Media) Size(i int) int {
 // Bytes returns the sum of the items' sizes.
 func (m Media) Bytes() int {
 	n := 0
-	for i := range m.n {
-		n += m.Size(i)
-	}
+	m.each(func(_ int, _ MediaItem, size int) { n += size })
 	return n
+}
+
+// each calls f with every item and its size, in order, walking packed
+// records once (At walks from the first record on every call).
+func (m Media) each(f func(i int, it MediaItem, size int)) {
+	if m.items != nil {
+		for i, it := range m.items {
+			f(i, it, len(it.Data))
+		}
+		return
+	}
+	r := m.recs
+	for i := range m.n {
+		it, size, next := readRecord(r)
+		f(i, it, size)
+		r = next
+	}
 }
 
 // record reads packed record i (the records were checked when decoded).
 func (m Media) record(i int) (MediaItem, int) {
 	r := m.recs
 	for ; i > 0; i-- {
-		r = r[mediaFixed+int(binary.LittleEndian.Uint16(r[mediaFixed-2:])):]
+		_, _, r = readRecord(r)
 	}
-	it := MediaItem{Width: binary.LittleEndian.Uint32(r[16:]), Height: binary.LittleEndian.Uint32(r[20:])}
+	it, size, _ := readRecord(r)
+	return it, size
+}
+
+// readRecord reads the record at the start of r and returns the rest.
+func readRecord(r []byte) (it MediaItem, size int, rest []byte) {
 	copy(it.ID[:], r)
+	it.Width, it.Height = binary.LittleEndian.Uint32(r[16:]), binary.LittleEndian.Uint32(r[20:])
 	n := int(binary.LittleEndian.Uint16(r[mediaFixed-2:]))
 	it.MIME = r[mediaFixed : mediaFixed+n : mediaFixed+n]
-	return it, int(binary.LittleEndian.Uint32(r[24:]))
+	return it, int(binary.LittleEndian.Uint32(r[24:])), r[mediaFixed+n:]
 }
 
 // size is the encoded section's length.
 func (m Media) size() int {
 	n := 4
-	for i := range m.n {
-		n += mediaFixed + len(m.At(i).MIME)
-	}
+	m.each(func(_ int, it MediaItem, _ int) { n += mediaFixed + len(it.MIME) })
 	return n
 }
 
@@ -117,9 +136,7 @@ func (m Media) append(e *encoder) {
 	}
 	e.u16(uint16(m.n))
 	e.zero(2)
-	for i := range m.n {
-		it := m.At(i)
-		size := m.Size(i)
+	m.each(func(_ int, it MediaItem, size int) {
 		if !e.fits(size, math.MaxUint32, "media size") {
 			return
 		}
@@ -128,7 +145,7 @@ func (m Media) append(e *encoder) {
 		e.u32(it.Height)
 		e.u32(uint32(size))
 		e.str16(it.MIME, "media mime")
-	}
+	})
 }
 
 // decode reads the media section as a view of its records, checking each

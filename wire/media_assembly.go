@@ -10,6 +10,7 @@ import "fmt"
 // connection's read loop).
 type MediaAssembly struct {
 	g     Generate
+	sizes []int // each item's declared size
 	items []MediaItem
 	data  []byte // every item's bytes received so far, back to back
 	item  int    // the item the next chunk belongs to
@@ -30,6 +31,8 @@ func NewMediaAssembly(g *Generate, lim *Limits) (*MediaAssembly, error) {
 	if err := a.g.Decode(p, lim); err != nil {
 		return nil, err
 	}
+	a.sizes = make([]int, a.g.Media.Len())
+	a.g.Media.each(func(i int, _ MediaItem, size int) { a.sizes[i] = size })
 	return a, nil
 }
 
@@ -38,30 +41,29 @@ func NewMediaAssembly(g *Generate, lim *Limits) (*MediaAssembly, error) {
 // far, or past the item's size is an error wrapping ErrBadValue (the
 // request fails: stream ERROR BAD_REQUEST; the connection goes on).
 func (a *MediaAssembly) Add(ch *MediaChunk) error {
-	m := &a.g.Media
 	switch {
 	case a.Done():
 		return fmt.Errorf("MEDIA for item %d after the last item's bytes: %w", ch.Item, ErrBadValue)
 	case int(ch.Item) != a.item:
-		return fmt.Errorf("MEDIA for item %d while item %d has %d of its %d bytes: %w", ch.Item, a.item, a.got, m.Size(a.item), ErrBadValue)
+		return fmt.Errorf("MEDIA for item %d while item %d has %d of its %d bytes: %w", ch.Item, a.item, a.got, a.sizes[a.item], ErrBadValue)
 	case int(ch.Offset) != a.got:
 		return fmt.Errorf("MEDIA for item %d at offset %d, want %d: %w", ch.Item, ch.Offset, a.got, ErrBadValue)
-	case len(ch.Data) > m.Size(a.item)-a.got:
-		return fmt.Errorf("MEDIA for item %d: %d bytes at offset %d pass its size %d: %w", ch.Item, len(ch.Data), ch.Offset, m.Size(a.item), ErrBadValue)
+	case len(ch.Data) > a.sizes[a.item]-a.got:
+		return fmt.Errorf("MEDIA for item %d: %d bytes at offset %d pass its size %d: %w", ch.Item, len(ch.Data), ch.Offset, a.sizes[a.item], ErrBadValue)
 	}
 	if a.data == nil {
-		a.data = make([]byte, 0, min(m.Size(0), MediaChunkSize)) // within what arrived: a chunk's worth at most
+		a.data = make([]byte, 0, len(ch.Data)) // what arrived, never a declared size
 	}
 	a.data = append(a.data, ch.Data...)
 	a.got += len(ch.Data)
-	for a.item < m.Len() && a.got == m.Size(a.item) {
+	for a.item < len(a.sizes) && a.got == a.sizes[a.item] {
 		a.item, a.got = a.item+1, 0
 	}
 	return nil
 }
 
 // Done reports whether every item's bytes arrived.
-func (a *MediaAssembly) Done() bool { return a.item == a.g.Media.Len() }
+func (a *MediaAssembly) Done() bool { return a.item == len(a.sizes) }
 
 // Received returns the media bytes received so far.
 func (a *MediaAssembly) Received() int { return len(a.data) }
@@ -70,18 +72,17 @@ func (a *MediaAssembly) Received() int { return len(a.data) }
 // valid as long as the assembly. Check it with CheckMedia before running it.
 func (a *MediaAssembly) Generate() (*Generate, error) {
 	if !a.Done() {
-		return nil, fmt.Errorf("media item %d: %d of %d bytes: %w", a.item, a.got, a.g.Media.Size(a.item), ErrTruncated)
+		return nil, fmt.Errorf("media item %d: %d of %d bytes: %w", a.item, a.got, a.sizes[a.item], ErrTruncated)
 	}
 	if a.items == nil {
 		m := a.g.Media
 		a.items = make([]MediaItem, m.Len())
 		off := 0
-		for i := range a.items {
-			a.items[i] = m.At(i)
-			n := m.Size(i)
-			a.items[i].Data = a.data[off : off+n : off+n]
-			off += n
-		}
+		m.each(func(i int, it MediaItem, size int) {
+			it.Data = a.data[off : off+size : off+size]
+			a.items[i] = it
+			off += size
+		})
 		a.g.Media = Media{items: a.items, recs: m.recs, n: m.n}
 	}
 	return &a.g, nil
