@@ -3,6 +3,9 @@ package vllm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/kvgate/kvgate/wire"
 	"github.com/kvgate/kvgate/wire/serve"
@@ -16,6 +19,10 @@ type decodeSide struct {
 	transfer *transferRequest
 	after    *completionRequest
 	first    uint32 // the prefill's first token, the GENERATE's last prompt token
+	// wait is how long vLLM's first token may take (the KV's arrival and
+	// one step): the hand-off's deadline_ms; peer the prefill engine.
+	wait time.Duration
+	peer string
 }
 
 // decodeRequest makes the decode side of g from body, g's completion
@@ -32,7 +39,7 @@ func decodeRequest(body *completionRequest, g *wire.Generate) *decodeSide {
 		t.MinTokens++
 	}
 	return &decodeSide{transfer: &transferRequest{completionRequest: &t, KVTransferParams: append([]byte(nil), g.KVTransfer...)},
-		after: body, first: body.Prompt[n]}
+		after: body, first: body.Prompt[n], wait: time.Duration(g.Handoff.DeadlineMillis) * time.Millisecond, peer: string(g.Handoff.Peer)}
 }
 
 // errFirstMismatch stops vLLM's stream at a first token other than the
@@ -49,11 +56,21 @@ func (e *Engine) runDecode(ctx context.Context, k serve.Key, d *decodeSide, rank
 		cancel()
 		return
 	}
+	defer resp.Body.Close()
 	s := relay{e: e, k: k, topN: d.transfer.topN()}
 	drop := firstDrop{relay: &s, want: d.first}
+	stop := time.AfterFunc(d.wait, func() {
+		if drop.state.CompareAndSwap(kvAwaited, kvLate) {
+			e.Out.Fail(k, wire.CodeStreamFailed, fmt.Sprintf("the KV from %s did not arrive within the hand-off's %v", d.peer, d.wait))
+			cancel()
+		}
+	})
 	end, err := decodeSSE(resp.Body, drop.chunk)
+	stop.Stop()
 	cancel() // a stream stopped at a mismatch is aborted, not read on
-	resp.Body.Close()
+	if drop.state.Load() == kvLate {
+		return // failed by the timer
+	}
 	if end == sseRefused && errors.Is(err, errFirstMismatch) {
 		e.Disagg.Mismatches.Add(1)
 		e.Log.Warn("decode instance sampled another first token than the prefill: continuing from the prefill's",
@@ -68,23 +85,37 @@ func (e *Engine) runDecode(ctx context.Context, k serve.Key, d *decodeSide, rank
 	})
 }
 
+// States of a decode side's KV (firstDrop.state): vLLM's first token
+// says it arrived, unless the hand-off's deadline passed first.
+const (
+	kvAwaited int32 = iota
+	kvArrived
+	kvLate
+)
+
+// errKVLate stops a stream whose deadline passed before its first token.
+var errKVLate = errors.New("vllm: the KV arrived after the hand-off's deadline")
+
 // firstDrop passes a decode stream's chunks to relay without the first
 // token, which must be want.
 type firstDrop struct {
 	relay *relay
 	want  uint32
 	got   uint32
-	done  bool
+	state atomic.Int32 // kvAwaited until the first token; the deadline's timer reads it too
 }
 
 func (d *firstDrop) chunk(c *chunk) error {
-	if !d.done {
+	if d.state.Load() != kvArrived {
 		for i := range c.Choices {
 			ch := &c.Choices[i]
 			if len(ch.TokenIDs) == 0 {
 				continue
 			}
-			d.done, d.got = true, ch.TokenIDs[0]
+			if !d.state.CompareAndSwap(kvAwaited, kvArrived) {
+				return errKVLate
+			}
+			d.got = ch.TokenIDs[0]
 			if d.got != d.want {
 				return errFirstMismatch
 			}

@@ -63,6 +63,19 @@ func TestDisaggFailures(t *testing.T) {
 			t.Fatalf("decode stream %v, want %v then ERROR STREAM_FAILED", s, want)
 		}
 	})
+	t.Run("KV never arrives", func(t *testing.T) {
+		p := startPD(t, 0)
+		p.df.SetNIXLFault(vllmtest.NIXLFault{Stall: true})
+		h := p.prefillHandoff(t, 1, prompt, 4)
+		g := handoff(append(slices.Clone(prompt), h.Tokens.At(0)), 3, wire.HandoffDecode, "prefill-7", h.KVTransfer)
+		g.Handoff.DeadlineMillis = 50
+		if err := p.dc.Send(1, g); err != nil {
+			t.Fatal(err)
+		}
+		if s := readDisagg(t, p.dc, 1); s.err == nil || s.err.Code != wire.CodeStreamFailed || !strings.Contains(s.err.Message, "prefill-7") || len(s.tokens) != 0 {
+			t.Fatalf("decode stream %v, want ERROR STREAM_FAILED naming the prefill engine", s)
+		}
+	})
 	t.Run("first token stops the request", func(t *testing.T) {
 		p := startPD(t, 0)
 		g := handoff(prompt, 4, wire.HandoffPrefill, "decode", nil)

@@ -56,6 +56,10 @@ type NIXLFault struct {
 	// DieAfter, non-zero, makes a decode instance drop the connection
 	// after streaming that many tokens, as a crashed server does.
 	DieAfter int
+	// Stall makes a decode instance wait for a KV that never arrives: it
+	// answers a transfer's headers and then nothing (SSE comments only)
+	// until the client goes away.
+	Stall bool
 }
 
 type nixlState struct {
@@ -154,6 +158,10 @@ func (f *Fake) nixlServe(w http.ResponseWriter, body map[string]any, prompt []ui
 	}
 	if _, ok := body["kv_transfer_params"]; !ok {
 		return false // an ordinary request (the bridge's continuation)
+	}
+	if fault.Stall {
+		stall(w)
+		return true
 	}
 	if msg := f.takeTransfer(body, prompt); msg != "" {
 		vllmError(w, http.StatusBadRequest, "BadRequestError", msg)
@@ -281,6 +289,20 @@ func (f *Fake) nixlDies(w http.ResponseWriter, i int) bool {
 		}
 	}
 	return true
+}
+
+// stall streams nothing but SSE comments until the client is gone (or a
+// minute passed), as a decode instance whose KV never arrives.
+func stall(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	for range 12000 {
+		if _, err := fmt.Fprint(w, ": waiting for the KV\n\n"); err != nil || fl == nil {
+			return
+		}
+		fl.Flush()
+		time.Sleep(5 * time.Millisecond) // the client's leaving shows as a failed write
+	}
 }
 
 func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
