@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ardanlabs/jinja"
@@ -25,9 +27,10 @@ type ChatTemplate struct {
 	source   string
 	prefixes *prefixCache
 	verdicts verdicts
-	markers  [][]byte         // markup literals no content on the incremental path holds
-	clock    func() time.Time // what strftime_now reads: time.Now but in tests
-	strftime jinja.Value      // strftime_now, reading clock
+	markers  [][]byte                   // markup literals no content on the incremental path holds
+	added    atomic.Pointer[addedFacts] // the tokenizer's added tokens, as chat_encode.go needs them
+	clock    func() time.Time           // what strftime_now reads: time.Now but in tests
+	strftime jinja.Value                // strftime_now, reading clock
 }
 
 // Source is the template's text (the gateway reads which tool-call and
@@ -83,37 +86,67 @@ type ChatInput struct {
 	// Extra are further template variables from JSON (chat_template_kwargs,
 	// for example enable_thinking).
 	Extra map[string]json.RawMessage
+	// Tenant is whose conversation this is (the credential it came with,
+	// say): renderings remembered for one tenant's next turn are never
+	// looked up for another's, so neither can time its way to what the
+	// other sent.
+	Tenant string
 }
 
 // Render returns the prompt text. It is safe for concurrent use.
 func (c *ChatTemplate) Render(in *ChatInput) (string, error) {
+	r, err := c.render(in)
+	return r.text, err
+}
+
+// render renders in through the template's prefix cache.
+func (c *ChatTemplate) render(in *ChatInput) (chatRender, error) {
 	if !in.AddGenerationPrompt || (len(in.Tools) > 0 && string(bytes.TrimSpace(in.Tools)) != "null") {
-		return c.renderFull(in) // never incremental: spare the probes
+		text, err := c.renderFull(in) // never incremental: spare the probes
+		return chatRender{text: text}, err
 	}
 	key := extraKey(in.Extra)
-	return c.renderWith(c.prefixes, c.verdict(key, in.Extra), key, in)
+	return c.turn(c.prefixes, c.verdict(key, in.Extra), cacheKey(in.Tenant, key), in)
 }
 
-// renderWith renders in from a prefix remembered in pc when it can, else
-// in full, remembering the result for the next turn.
-func (c *ChatTemplate) renderWith(pc *prefixCache, v *appendOnly, key string, in *ChatInput) (string, error) {
-	out, _, err := c.renderTurn(pc, v, key, in)
-	return out, err
+// cacheKey is the prefix cache's key of a tenant's turn whose template
+// variables are extra (an extraKey).
+func cacheKey(tenant, extra string) string {
+	if tenant == "" {
+		return extra
+	}
+	return strconv.Itoa(len(tenant)) + ":" + tenant + extra
 }
 
-// renderTurn is renderWith, saying whether it rendered incrementally.
-func (c *ChatTemplate) renderTurn(pc *prefixCache, v *appendOnly, key string, in *ChatInput) (string, bool, error) {
+// chatRender is a turn's rendering: the text, the remembered prefix it
+// continued (nil when rendered in full) and the prefix it left in the
+// cache for the next turn (nil when none).
+type chatRender struct {
+	text       string
+	from, next *chatPrefix
+}
+
+// turn renders in from a prefix remembered in pc under key when it can,
+// else in full, remembering the result for the next turn.
+func (c *ChatTemplate) turn(pc *prefixCache, v *appendOnly, key string, in *ChatInput) (chatRender, error) {
 	t := c.newTurn(pc, v, key, in)
 	if t != nil {
 		if out, ok := t.render(); ok {
-			return out, true, nil
+			return chatRender{text: out, from: t.from, next: t.next}, nil
 		}
 	}
 	out, err := c.renderFull(in)
 	if err == nil && t != nil {
 		t.remember(out)
+		return chatRender{text: out, next: t.next}, nil
 	}
-	return out, false, err
+	return chatRender{text: out}, err
+}
+
+// renderTurn is turn, saying whether it rendered incrementally.
+func (c *ChatTemplate) renderTurn(pc *prefixCache, v *appendOnly, key string, in *ChatInput) (string, bool, error) {
+	r, err := c.turn(pc, v, key, in)
+	return r.text, r.from != nil, err
 }
 
 // renderFull renders the whole conversation.
@@ -217,18 +250,4 @@ func decodeValue(d *json.Decoder, depth int) (jinja.Value, error) {
 		return jinja.None(), nil
 	}
 	return jinja.Undefined(), fmt.Errorf("unexpected JSON token %v", tok)
-}
-
-// EncodeChat renders the conversation and tokenizes it with added tokens
-// recognised and no post-processor tokens (the template writes its own BOS),
-// as vLLM's chat endpoint does.
-func (t *Tokenizer) EncodeChat(dst []uint32, in *ChatInput) ([]uint32, string, error) {
-	if t.chat == nil {
-		return dst, "", fmt.Errorf("%w: the tokenizer has no chat template", ErrUnsupported)
-	}
-	text, err := t.chat.Render(in)
-	if err != nil {
-		return dst, "", err
-	}
-	return t.Encode(dst, text, false), text, nil
 }

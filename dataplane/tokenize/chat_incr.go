@@ -43,6 +43,9 @@ type chatTurn struct {
 	headEnd, heads int
 	// last is the offset just past the last message (before the ']').
 	last int
+	// from is the remembered prefix the rendering continued, next the one
+	// it left for the next turn (either nil).
+	from, next *chatPrefix
 }
 
 // newTurn returns the turn when in may take the incremental path, else
@@ -154,6 +157,7 @@ func (t *chatTurn) render() (string, bool) {
 	if !t.keep(out, head, headKnown) {
 		return "", false
 	}
+	t.from = p
 	return out, true
 }
 
@@ -171,8 +175,9 @@ func (t *chatTurn) keep(out, head string, headKnown bool) bool {
 	if !ok {
 		return false
 	}
-	t.pc.put(&chatPrefix{extra: t.extra, raw: bytes.Clone(t.raw[:t.last]), headEnd: t.headEnd,
-		text: text, head: head, headKnown: headKnown})
+	t.next = &chatPrefix{extra: t.extra, raw: bytes.Clone(t.raw[:t.last]), headEnd: t.headEnd,
+		text: text, head: head, headKnown: headKnown}
+	t.pc.put(t.next)
 	return true
 }
 

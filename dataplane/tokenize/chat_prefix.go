@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/list"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/xxh3"
 )
@@ -23,11 +24,24 @@ type chatPrefix struct {
 	head      string
 	headKnown bool
 
-	key uint64
-	el  *list.Element
+	// ids are the token ids of text's start, attached once by the
+	// tokenizer that encoded a turn ending with it (chat_encode.go).
+	ids atomic.Pointer[prefixIDs]
+
+	key    uint64
+	el     *list.Element
+	cached bool // in the cache (put and not dropped)
 }
 
-func (p *chatPrefix) size() int { return len(p.raw) + len(p.text) + len(p.head) + 128 }
+// size is what p holds, in bytes, its ids included once attached; it is
+// read under the cache's lock, which attach takes too.
+func (p *chatPrefix) size() int {
+	n := len(p.raw) + len(p.text) + len(p.head) + 128
+	if e := p.ids.Load(); e != nil {
+		n += 4*len(e.ids) + 32
+	}
+	return n
+}
 
 // prefixCache holds recent conversation renderings, bounded in bytes,
 // least recently used first out. Prefixes that share their head and first
@@ -124,7 +138,7 @@ func (c *prefixCache) put(p *chatPrefix) {
 	if b = c.buckets[p.key]; len(b) >= prefixBucketMax {
 		c.drop(b[0]) // the bucket's oldest
 	}
-	p.el = c.lru.PushFront(p)
+	p.el, p.cached = c.lru.PushFront(p), true
 	c.buckets[p.key] = append(c.buckets[p.key], p)
 	c.bytes += p.size()
 	for c.bytes > c.max {
@@ -135,6 +149,7 @@ func (c *prefixCache) put(p *chatPrefix) {
 func (c *prefixCache) drop(p *chatPrefix) {
 	c.lru.Remove(p.el)
 	c.bytes -= p.size()
+	p.cached = false
 	b := c.buckets[p.key]
 	for i, q := range b {
 		if q == p {
@@ -146,6 +161,22 @@ func (c *prefixCache) drop(p *chatPrefix) {
 		delete(c.buckets, p.key)
 	} else {
 		c.buckets[p.key] = b
+	}
+}
+
+// attach gives p, if it is still cached, the ids e (once), counting
+// their bytes against the bound.
+func (c *prefixCache) attach(p *chatPrefix, e *prefixIDs) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !p.cached || p.ids.Load() != nil {
+		return
+	}
+	c.bytes -= p.size()
+	p.ids.Store(e)
+	c.bytes += p.size()
+	for c.bytes > c.max {
+		c.drop(c.lru.Back().Value.(*chatPrefix))
 	}
 }
 
