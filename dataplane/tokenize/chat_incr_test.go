@@ -287,3 +287,32 @@ func TestUnescapeJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestChatIncrementalTenants: a turn continues only its own tenant's
+// remembered rendering.
+func TestChatIncrementalTenants(t *testing.T) {
+	q := builtin(t).Chat()
+	ct, err := NewChatTemplate(q.source, q.bos, q.eos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := []plainMessage{{"user", "Hi"}, {"assistant", "Hello."}, {"user", "And then?"}}
+	for _, tenant := range []string{"a", "b", ""} {
+		in := probeInput(m[:1], true, nil)
+		in.Tenant = tenant
+		if _, err := ct.render(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		tenant      string
+		incremental bool
+	}{{"a", true}, {"b", true}, {"", true}, {"c", false}, {"1:a", false}} {
+		in := probeInput(m, true, nil)
+		in.Tenant = c.tenant
+		r, err := ct.render(in)
+		if want, _ := ct.renderFull(in); err != nil || r.text != want || (r.from != nil) != c.incremental {
+			t.Errorf("tenant %q: incremental %v, %v, equal %v", c.tenant, r.from != nil, err, r.text == want)
+		}
+	}
+}
