@@ -26,8 +26,10 @@ type connState struct {
 	// the connection's own loop may read.
 	phase    atomic.Int32
 	since    atomic.Int64
-	pending  atomic.Int64 // bytes handed to AsyncWrite and not yet processed by the loop
+	pending  atomic.Int64 // bytes queued or handed to AsyncWrite and not yet processed by the loop
 	outbound atomic.Int64 // bytes gnet holds because the socket would block
+	q        writeQueue   // a streamed response's bytes for the loop (outq.go)
+	fl       *flusher     // the loop's list of connections to write
 	gone     chan struct{}
 	remote   string
 }

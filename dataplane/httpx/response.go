@@ -11,10 +11,12 @@ import (
 )
 
 // ResponseWriter writes one response, whole (Write then Finish) or streamed
-// (Stream, Chunk..., Finish). Bytes leave through gnet's AsyncWrite from the
-// handler's goroutine; bytes not yet on the wire are counted. A streamed
-// response to a client that lets more than MaxPendingWrite pile up is cut
-// off; a whole response is written as fast as the client reads it.
+// (Stream, Chunk..., Finish). A whole response leaves through gnet's
+// AsyncWrite from the handler's goroutine, a streamed one through the
+// connection's write queue (outq.go); bytes not yet on the wire are
+// counted. A streamed response to a client that lets more than
+// MaxPendingWrite pile up is cut off; a whole response is written as fast
+// as the client reads it.
 type ResponseWriter struct {
 	st        *connState
 	req       *Request
@@ -59,23 +61,40 @@ func (w *ResponseWriter) Write(p []byte) (int, error) {
 func (w *ResponseWriter) Stream(status int) error {
 	w.streaming, w.status = true, status
 	w.header.Set("Transfer-Encoding", "chunked")
-	return w.send(w.head(-1, 0))
+	return w.queue(w.head(-1, 0), false)
 }
 
-// Chunk sends one chunk of a streamed response.
+// Chunk sends one chunk of a streamed response. p is copied: the caller
+// may reuse it at once.
 func (w *ResponseWriter) Chunk(p []byte) error {
 	if len(p) == 0 || w.req.Method == "HEAD" {
 		return nil
 	}
-	b := make([]byte, 0, len(p)+16)
-	b = strconv.AppendInt(b, int64(len(p)), 16)
-	b = append(b, "\r\n"...)
-	b = append(b, p...)
-	b = append(b, "\r\n"...)
-	if len(b) > w.st.srv.cfg.MaxPendingWrite/2 {
-		return w.sendPaced(b)
+	if len(p)+chunkOverhead(len(p)) > w.st.srv.cfg.MaxPendingWrite/2 {
+		return w.chunkPaced(p)
 	}
-	return w.send(b)
+	return w.queue(p, true)
+}
+
+// chunkPaced queues a chunk too large to pile up at once, in pieces each
+// queued once the client has read enough of what came before.
+func (w *ResponseWriter) chunkPaced(p []byte) error {
+	size := strconv.AppendInt(make([]byte, 0, 20), int64(len(p)), 16)
+	if err := w.queue(append(size, "\r\n"...), false); err != nil {
+		return err
+	}
+	piece := max(w.st.srv.cfg.MaxPendingWrite/2, 1)
+	for len(p) > 0 {
+		b := p[:min(piece, len(p))]
+		if err := w.waitRoom(int64(len(b))); err != nil {
+			return err
+		}
+		if err := w.queue(b, false); err != nil {
+			return err
+		}
+		p = p[len(b):]
+	}
+	return w.queue([]byte("\r\n"), false)
 }
 
 // Finish completes the response and lets the connection serve its next request.
@@ -84,23 +103,19 @@ func (w *ResponseWriter) Finish() error {
 		return nil
 	}
 	w.finished = true
-	defer w.st.srv.active.Add(-1)
-	var err error
-	switch {
-	case w.streaming && w.req.Method == "HEAD":
-	case w.streaming:
-		err = w.send([]byte("0\r\n\r\n"))
-	default:
-		if w.status == 0 {
-			w.status = http.StatusOK
-		}
-		msg := w.head(len(w.body), len(w.body))
-		if w.req.Method != "HEAD" { // RFC 9110 9.3.2: the head a GET would get, no content
-			msg = append(msg, w.body...)
-		}
-		w.body = nil
-		err = w.sendPaced(msg)
+	if w.streaming {
+		return w.finishStream()
 	}
+	defer w.st.srv.active.Add(-1)
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	msg := w.head(len(w.body), len(w.body))
+	if w.req.Method != "HEAD" { // RFC 9110 9.3.2: the head a GET would get, no content
+		msg = append(msg, w.body...)
+	}
+	w.body = nil
+	err := w.sendPaced(msg)
 	st := w.st
 	if err != nil || w.req.close || st.srv.closing.Load() {
 		_ = st.c.CloseWithCallback(nil)
@@ -108,6 +123,29 @@ func (w *ResponseWriter) Finish() error {
 	}
 	st.reuse()
 	return nil
+}
+
+// lastChunk ends a chunked body (no trailers).
+var lastChunk = []byte("0\r\n\r\n")
+
+// finishStream queues a streamed response's last chunk, and its end behind
+// it: on the loop, once everything before it is written, the connection
+// serves its next request or closes.
+func (w *ResponseWriter) finishStream() error {
+	var err error
+	if w.req.Method != "HEAD" {
+		err = w.queue(lastChunk, false)
+	}
+	st, keep := w.st, err == nil && !w.req.close
+	w.flushEnd(func() {
+		st.srv.active.Add(-1)
+		if !keep || st.srv.closing.Load() {
+			_ = st.c.CloseWithCallback(nil)
+			return
+		}
+		st.reuse()
+	})
+	return err
 }
 
 // reuse readies the connection for its next request and parses one that

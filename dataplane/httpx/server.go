@@ -93,6 +93,8 @@ type Server struct {
 	active  atomic.Int64 // requests being served
 	closing atomic.Bool
 	workers *workers
+
+	flushers map[gnet.EventLoop]*flusher // the event loops' write lists (outq.go), under mu
 }
 
 // NewServer returns a server; Serve runs it. Zero limits take DefaultConfig's.
@@ -186,6 +188,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	st := &connState{c: c, srv: s, gone: make(chan struct{}), remote: c.RemoteAddr().String(),
 		rd: reader{lim: limits{maxHeader: s.cfg.MaxHeaderBytes, maxBody: s.cfg.MaxBodyBytes}, keepRaw: s.cfg.KeepRaw}}
+	st.fl = s.flusherOf(c.EventLoop())
 	st.setPhase(phaseIdle)
 	c.SetContext(st)
 	s.mu.Lock()

@@ -1,0 +1,194 @@
+package httpx
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// A streamed response leaves through its connection's write queue, not one
+// AsyncWrite per chunk: the handler appends each chunk to the queue's
+// buffer, and the connection's event loop writes whatever has piled up in
+// one write(2). Connections with bytes waiting are on their loop's
+// flusher list; the one that finds the list empty wakes the loop (one
+// Execute, one eventfd write at most), and the loop drains every listed
+// connection in that one task. A loop that is behind thus takes many
+// chunks of a connection, and many connections, per wake-up; one that
+// keeps up writes each chunk as soon as it comes, as before. The client
+// gets the same bytes in the same order.
+//
+// Queued bytes count against MaxPendingWrite from the moment they are
+// queued until the loop hands them to gnet, as AsyncWrite's did; the end
+// of the response (the connection's next request, or its close) runs on
+// the loop after the last bytes are written, so nothing of the next
+// response, nor gnet's close, can overtake them.
+
+// writeQueue is a connection's streamed bytes on their way to its loop.
+// mu guards all of it; it is held only to append or to swap buffers.
+type writeQueue struct {
+	mu     sync.Mutex
+	buf    []byte // queued, not yet given to gnet
+	spare  []byte // the buffer last written, for the next bytes
+	listed bool   // on the flusher's list
+	end    func() // after buf is written: the response's end (flushEnd)
+}
+
+// flusher is an event loop's list of connections with queued bytes.
+type flusher struct {
+	loop  gnet.EventLoop
+	mu    sync.Mutex
+	list  []*connState
+	woken bool         // an Execute is on its way: later additions ride on it
+	work  []*connState // the loop's own: the list being drained
+}
+
+// flusherOf returns the flusher of loop, made on first use.
+func (s *Server) flusherOf(loop gnet.EventLoop) *flusher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flushers == nil {
+		s.flushers = make(map[gnet.EventLoop]*flusher)
+	}
+	f := s.flushers[loop]
+	if f == nil {
+		f = &flusher{loop: loop}
+		s.flushers[loop] = f
+	}
+	return f
+}
+
+// add lists st, waking the loop if nothing else had.
+func (f *flusher) add(st *connState) {
+	f.mu.Lock()
+	f.list = append(f.list, st)
+	wake := !f.woken
+	f.woken = true
+	f.mu.Unlock()
+	if wake && f.loop.Execute(context.Background(), f) != nil {
+		f.mu.Lock() // the engine is stopping: the next addition tries again
+		f.woken = false
+		f.mu.Unlock()
+	}
+}
+
+// Run implements gnet.Runnable: on the loop, it writes out every listed
+// connection's queue.
+func (f *flusher) Run(context.Context) error {
+	f.mu.Lock()
+	f.work, f.list = f.list, f.work[:0]
+	f.woken = false
+	f.mu.Unlock()
+	for i, st := range f.work {
+		st.flush()
+		f.work[i] = nil
+	}
+	return nil
+}
+
+// flush writes st's queued bytes, on its loop, then runs the response's
+// end if it was queued behind them.
+func (st *connState) flush() {
+	q := &st.q
+	q.mu.Lock()
+	b, end := q.buf, q.end
+	q.buf, q.spare, q.end, q.listed = q.spare[:0], nil, nil, false
+	if end != nil {
+		q.buf = nil // the response is over: idle connections keep no buffers
+	}
+	q.mu.Unlock()
+	if len(b) > 0 && !st.closed.Load() { // closed is set on this loop: a closed conn is never written
+		_, _ = st.c.Write(b) // what the socket does not take now, gnet keeps in order
+		st.outbound.Store(int64(st.c.OutboundBuffered()))
+	}
+	st.pending.Add(-int64(len(b)))
+	if end != nil {
+		end()
+		return
+	}
+	q.mu.Lock()
+	if q.spare == nil {
+		q.spare = b[:0]
+	}
+	q.mu.Unlock()
+}
+
+// queue appends b to the connection's write queue; when asChunk, as one
+// chunk of the chunked encoding (size line, b, CRLF). A client with more
+// than MaxPendingWrite waiting for it is not reading, and is cut off.
+func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
+	st := w.st
+	n := len(b)
+	if asChunk {
+		n += chunkOverhead(len(b))
+	}
+	if err := w.admit(n); err != nil {
+		return err
+	}
+	q := &st.q
+	q.mu.Lock()
+	if asChunk {
+		q.buf = strconv.AppendInt(q.buf, int64(len(b)), 16)
+		q.buf = append(q.buf, "\r\n"...)
+		q.buf = append(q.buf, b...)
+		q.buf = append(q.buf, "\r\n"...)
+	} else {
+		q.buf = append(q.buf, b...)
+	}
+	list := !q.listed
+	q.listed = true
+	q.mu.Unlock()
+	if list {
+		st.fl.add(st)
+	}
+	return nil
+}
+
+// flushEnd queues end to run on the loop once everything queued before it
+// is written (at once, on the handler's goroutine, when nothing is).
+func (w *ResponseWriter) flushEnd(end func()) {
+	st := w.st
+	q := &st.q
+	q.mu.Lock()
+	if !q.listed && len(q.buf) == 0 {
+		q.buf, q.spare = nil, nil
+		q.mu.Unlock()
+		end()
+		return
+	}
+	q.end = end
+	list := !q.listed
+	q.listed = true
+	q.mu.Unlock()
+	if list {
+		st.fl.add(st)
+	}
+}
+
+// admit counts n more bytes for the client, or cuts off one that lets
+// more than MaxPendingWrite pile up.
+func (w *ResponseWriter) admit(n int) error {
+	st := w.st
+	if st.closed.Load() {
+		return ErrClientGone
+	}
+	if st.pending.Add(int64(n))+st.outbound.Load() > int64(st.srv.cfg.MaxPendingWrite) {
+		st.pending.Add(-int64(n))
+		st.srv.log.Warn("client not reading: disconnecting", "remote", st.remote, "pending", st.pending.Load(),
+			"outbound", st.outbound.Load(), "limit", st.srv.cfg.MaxPendingWrite)
+		_ = st.c.CloseWithCallback(nil)
+		return ErrClientGone
+	}
+	return nil
+}
+
+// chunkOverhead is what the chunked encoding adds to n bytes of data.
+func chunkOverhead(n int) int {
+	digits := 1
+	for n >= 16 {
+		n >>= 4
+		digits++
+	}
+	return digits + 4
+}
