@@ -81,7 +81,10 @@ type Event struct {
 	// ExtraKeys holds, per block, what vLLM hashed into it besides its
 	// tokens (see Extra); nil when the event carries no extra_keys.
 	ExtraKeys []Extra
-	GroupIdx  int
+	// MMKeys holds, per block, the multimodal items among its extra keys
+	// (multimodal_events.go); nil when no block has any.
+	MMKeys   [][]MMKey
+	GroupIdx int
 	// KVCacheSpecKind and SlidingWindow describe the attention group
 	// (kv_cache_spec_kind, kv_cache_spec_sliding_window; "" and 0 when not
 	// sent).
@@ -290,6 +293,7 @@ func decodeStored(ev *Event, fields map[string]any) error {
 		for i, k := range ks {
 			ev.ExtraKeys[i] = classifyExtra(k, ev, i == 0 && ev.Parent == "")
 		}
+		ev.MMKeys = mmKeysOf(ks, ev)
 	}
 	if sglangSalt(fields) != "" {
 		markSalted(ev) // sglang.go

@@ -67,13 +67,21 @@ func TestGoldenBatches(t *testing.T) {
 		{"tagged_extra_keys.hex", vllmtest.Tagged, vllm.Batch{TS: 1, Events: []vllm.Event{{
 			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2), vllmtest.IntHash(3)},
 			TokenIDs: []uint32{1, 2, 3}, BlockSize: 1, Medium: "GPU",
-			ExtraKeys: []vllm.Extra{vllm.ExtraCacheSalt, vllm.ExtraMultimodal, vllm.ExtraPromptEmbeds}}}}},
+			ExtraKeys: []vllm.Extra{vllm.ExtraCacheSalt, vllm.ExtraMultimodal, vllm.ExtraPromptEmbeds},
+			MMKeys:    [][]vllm.MMKey{nil, {{Identifier: "mm-hash"}}, nil}}}}},
 		{"tagged_typed_extra_keys.hex", -1, vllm.Batch{TS: 1, Events: []vllm.Event{{
 			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2), vllmtest.IntHash(3)},
 			TokenIDs: []uint32{1, 2, 3}, BlockSize: 1, Medium: "GPU", LoRAName: "sql",
-			ExtraKeys: []vllm.Extra{vllm.ExtraLoRA, vllm.ExtraLoRA | vllm.ExtraMultimodal, vllm.ExtraLoRA | vllm.ExtraUnknown}}, {
+			ExtraKeys: []vllm.Extra{vllm.ExtraLoRA, vllm.ExtraLoRA | vllm.ExtraMultimodal, vllm.ExtraLoRA | vllm.ExtraUnknown},
+			MMKeys:    [][]vllm.MMKey{nil, {{Identifier: "h"}}, nil}}, {
 			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(4), vllmtest.IntHash(5)},
 			TokenIDs: []uint32{4, 5}, BlockSize: 1, Medium: "GPU", ExtraKeys: []vllm.Extra{vllm.ExtraCacheSalt, vllm.ExtraPromptEmbeds}}}}},
+		{"tagged_mm_extra_keys.hex", vllmtest.Tagged, vllm.Batch{TS: 1, Events: []vllm.Event{{
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(1), vllmtest.IntHash(2)}, TokenIDs: []uint32{5, 9, 9, 9},
+			BlockSize: 2, LoRAID: 7, LoRAName: "sql", Medium: "GPU", ExtraKeys: []vllm.Extra{vllm.ExtraLoRA | vllm.ExtraMultimodal, vllm.ExtraLoRA | vllm.ExtraMultimodal},
+			MMKeys: [][]vllm.MMKey{{{Identifier: "sql:" + mmX, Offset: 1}}, {{Identifier: "sql:" + mmX, Offset: -1}}}}, {
+			Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.IntHash(4)}, Parent: vllmtest.IntHash(3), TokenIDs: []uint32{9, 9},
+			BlockSize: 2, Medium: "GPU", ExtraKeys: []vllm.Extra{vllm.ExtraMultimodal}, MMKeys: [][]vllm.MMKey{{{Identifier: mmY, Offset: -34}}}}}}},
 		{"tagged_bad_event.hex", -1, vllm.Batch{TS: 1, Events: []vllm.Event{{Kind: vllm.AllBlocksCleared},
 			{Kind: vllm.BlockStored, Invalid: "vllm: KV event batch does not match the schema: block_size x"},
 			{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1)}, Medium: "GPU"}}}},
@@ -130,6 +138,7 @@ func TestBothEncodingsRoundTrip(t *testing.T) {
 		{Kind: vllm.BlockStored, BlockHashes: []vllm.Hash{vllmtest.BytesHash([]byte("h1")), vllmtest.BytesHash([]byte("h2"))},
 			Parent: vllmtest.BytesHash([]byte("p")), TokenIDs: []uint32{1, 2, 3, 4}, BlockSize: 2, LoRAID: 2,
 			LoRAName: "sql", Medium: "CPU", ExtraKeys: []vllm.Extra{vllm.ExtraLoRA, vllm.ExtraLoRA | vllm.ExtraMultimodal}, GroupIdx: 1,
+			MMKeys:          [][]vllm.MMKey{nil, {{Identifier: mmX, Offset: -1}}},
 			KVCacheSpecKind: "sliding_window", SlidingWindow: 4096, Locality: "LOCAL", Ownership: "fs"},
 		{Kind: vllm.BlockRemoved, BlockHashes: []vllm.Hash{vllmtest.IntHash(1 << 63)}, Medium: "GPU", GroupIdx: 2, Locality: "REMOTE"},
 		{Kind: vllm.AllBlocksCleared},
@@ -143,7 +152,7 @@ func TestBothEncodingsRoundTrip(t *testing.T) {
 	// The positional encoding predates lora_name, extra_keys and group_idx.
 	old := b
 	old.Events = []vllm.Event{b.Events[0], b.Events[1], b.Events[2]}
-	old.Events[0].LoRAName, old.Events[0].ExtraKeys, old.Events[0].GroupIdx = "", nil, 0
+	old.Events[0].LoRAName, old.Events[0].ExtraKeys, old.Events[0].MMKeys, old.Events[0].GroupIdx = "", nil, nil, 0
 	old.Events[1].GroupIdx, old.Events[1].Locality = 0, ""
 	old.Events[0].Locality, old.Events[0].Ownership = "", ""
 	old.Events[0].KVCacheSpecKind, old.Events[0].SlidingWindow = "", 0

@@ -17,8 +17,8 @@ import (
 // What it cannot translate it skips and counts, and applies the rest of
 // the batch: a stored block whose parent it never saw (the bridge started
 // after the engine, or events were lost), blocks vLLM hashed with extra
-// keys other than the adapter's (multimodal items, cache salt, prompt
-// embeddings: the router cannot know them from the block alone), KV cache
+// keys other than the adapter's and kvgate's images (cache salt, prompt
+// embeddings, images kvgate did not name: multimodal_events.go), KV cache
 // groups it was not told to index (groups.go), tiers it does not know,
 // offloaded copies of blocks it never saw on the GPU, and events that did
 // not decode. A LoRA block (its adapter in extra_keys, lora_name or
@@ -56,7 +56,8 @@ type Skipped struct {
 	// than the group was announced with, or one kvgate cannot index.
 	GroupKind uint64
 	// Multimodal, CacheSalt and PromptEmbeds are blocks hashed with those
-	// extra keys (ExtraKeys counts keys of no kind vLLM documents).
+	// extra keys (ExtraKeys counts keys of no kind vLLM documents);
+	// Multimodal only those whose images are not kvgate's ids.
 	Multimodal, CacheSalt, PromptEmbeds uint64
 	// UnknownOffload counts offloaded copies of blocks never seen on the GPU.
 	UnknownOffload uint64
@@ -246,9 +247,9 @@ func (t *Translator) stored(tb map[Hash]*block, ev *Event) (wire.Event, bool) {
 	}
 	n := len(ev.BlockHashes)
 	for i, extra := range ev.ExtraKeys {
-		if extra&^ExtraLoRA != 0 && i < n {
+		if i < n && !t.indexable(ev, i, extra) {
 			// This block and every later one in the chain depend on keys
-			// the router cannot know from tokens: index the blocks before it.
+			// the router cannot know: index the blocks before it.
 			*t.extraReason(extra) += uint64(n - i)
 			n = i
 			break
@@ -261,7 +262,7 @@ func (t *Translator) stored(tb map[Hash]*block, ev *Event) (wire.Event, bool) {
 	if lora != 0 {
 		keys = &kvstore.Keys{LoRAID: lora}
 	}
-	kv, err := t.h.Chain(nil, parent, hasParent, ev.TokenIDs[:min(n*ev.BlockSize, len(ev.TokenIDs))], keys)
+	kv, err := t.chain(ev, n, parent, hasParent, keys) // multimodal_events.go
 	if err == nil {
 		kv = t.groups.perBlock(kv, ev, t.h.BlockSize())
 	}

@@ -182,10 +182,11 @@ func encodeEvent(e *msgpack.Encoder, enc Encoding, ev *vllm.Event) {
 // encodeExtraKeys writes each block's extra keys as vLLM's
 // generate_block_hash_extra_keys orders them: the adapter's name (or, with
 // no name, its id), a (mm identifier, offset) pair, the cache salt, the
-// prompt embeddings' digest; nil for a block with none.
+// prompt embeddings' digest; nil for a block with none. A block's
+// multimodal items are its MMKeys, or one placeholder pair without them.
 func encodeExtraKeys(e *msgpack.Encoder, ev *vllm.Event) {
 	_ = e.EncodeArrayLen(len(ev.ExtraKeys))
-	for _, x := range ev.ExtraKeys {
+	for i, x := range ev.ExtraKeys {
 		var keys []func()
 		if x&vllm.ExtraLoRA != 0 {
 			if ev.LoRAName != "" {
@@ -195,7 +196,13 @@ func encodeExtraKeys(e *msgpack.Encoder, ev *vllm.Event) {
 			}
 		}
 		if x&vllm.ExtraMultimodal != 0 {
-			keys = append(keys, func() { _ = e.EncodeArrayLen(2); _ = e.EncodeString("mm-hash"); _ = e.EncodeInt(0) })
+			mm := []vllm.MMKey{{Identifier: "mm-hash"}}
+			if i < len(ev.MMKeys) && len(ev.MMKeys[i]) > 0 {
+				mm = ev.MMKeys[i]
+			}
+			for _, k := range mm {
+				keys = append(keys, func() { _ = e.EncodeArrayLen(2); _ = e.EncodeString(k.Identifier); _ = e.EncodeInt(int64(k.Offset)) })
+			}
 		}
 		if x&vllm.ExtraCacheSalt != 0 {
 			keys = append(keys, func() { _ = e.EncodeString("salt") })
