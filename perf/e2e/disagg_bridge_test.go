@@ -64,24 +64,57 @@ func TestDisaggBridge(t *testing.T) {
 			}
 		})
 	}
-	var resp *http.Response
-	var body []byte
 	salt := 0
+	resp, body := splitChat(t, base, &salt, maxTokens)
+	if resp.StatusCode != 200 || resp.Header.Get("x-kvgate-prefill-engine") != "prefill-0" || resp.Header.Get("x-kvgate-engine") != "decode-0" {
+		t.Fatalf("%d, engines %q/%q: %s", resp.StatusCode, resp.Header.Get("x-kvgate-prefill-engine"), resp.Header.Get("x-kvgate-engine"), body)
+	}
+	tokens, completion, errs, done := chatEvents(t, body)
+	if !done || len(errs) > 0 || tokens != maxTokens || completion != maxTokens {
+		t.Fatalf("split stream: %d tokens, usage %d, want %d: %s", tokens, completion, maxTokens, body)
+	}
+	// The decode vLLM read the KV the prefill vLLM kept: the hand-off
+	// went through the connector, not around it.
+	if df.Reads() < 1 || pf.Held() != 0 {
+		t.Fatalf("decode vLLM read %d transfers; the prefill vLLM still holds %d", df.Reads(), pf.Held())
+	}
+	// A transfer that fails after the first token went out ends the
+	// client's stream with a well-formed in-stream error: the decode vLLM
+	// refusing the transfer, or dying mid-stream.
+	for _, fault := range []vllmtest.NIXLFault{{Status: 400}, {DieAfter: 3}} {
+		df.SetNIXLFault(fault)
+		resp, body := splitChat(t, base, &salt, maxTokens)
+		tokens, _, errs, _ := chatEvents(t, body)
+		if resp.StatusCode != 200 || len(errs) != 1 || tokens >= maxTokens {
+			t.Fatalf("fault %+v: %d, %d tokens, errors %v: %s", fault, resp.StatusCode, tokens, errs, body)
+		}
+		t.Logf("fault %+v: %d tokens, then %q", fault, tokens, errs)
+	}
+}
+
+// splitChat posts streamed chats with a long prompt of a new salt each
+// until one is split, and returns it.
+func splitChat(t *testing.T, base string, salt *int, maxTokens int) (resp *http.Response, body []byte) {
+	t.Helper()
 	checkFor(t, 60*time.Second, 10*time.Millisecond, func() error {
-		salt++
-		text := fmt.Sprintf("Conversation %d. %s", salt, strings.Repeat(fmt.Sprintf("Prefill on one engine, decode on another, turn %d. ", salt), 300))
+		*salt++
+		text := fmt.Sprintf("Conversation %d. %s", *salt, strings.Repeat(fmt.Sprintf("Prefill on one engine, decode on another, turn %d. ", *salt), 300))
 		resp, body = post(t, base+"/v1/chat/completions", map[string]any{"model": model, "max_tokens": maxTokens, "stream": true,
 			"messages": []any{map[string]any{"role": "user", "content": text}}, "logprobs": true,
 			"stream_options": map[string]any{"include_usage": true}})
 		if resp.Header.Get("x-kvgate-prefill-engine") == "" {
-			return fmt.Errorf("chat %d served aggregated on %s (%d)", salt, resp.Header.Get("x-kvgate-engine"), resp.StatusCode)
+			return fmt.Errorf("chat %d served aggregated on %s (%d)", *salt, resp.Header.Get("x-kvgate-engine"), resp.StatusCode)
 		}
 		return nil
 	})
-	if resp.StatusCode != 200 || resp.Header.Get("x-kvgate-prefill-engine") != "prefill-0" || resp.Header.Get("x-kvgate-engine") != "decode-0" {
-		t.Fatalf("%d, engines %q/%q: %s", resp.StatusCode, resp.Header.Get("x-kvgate-prefill-engine"), resp.Header.Get("x-kvgate-engine"), body)
-	}
-	tokens, completion, done := 0, 0, false
+	return resp, body
+}
+
+// chatEvents reads a streamed chat: its tokens (logprobs entries), the
+// usage's completion tokens, the messages of its error events, and
+// whether it ended in [DONE]; an event that is not JSON fails the test.
+func chatEvents(t *testing.T, body []byte) (tokens, completion int, errs []string, done bool) {
+	t.Helper()
 	for _, d := range sseEvents(t, body) {
 		if d == "[DONE]" {
 			done = true
@@ -96,10 +129,18 @@ func TestDisaggBridge(t *testing.T) {
 			Usage *struct {
 				Completion int `json:"completion_tokens"`
 			} `json:"usage"`
-			Error any `json:"error"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
 		}
-		if err := json.Unmarshal([]byte(d), &ev); err != nil || ev.Error != nil {
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
 			t.Fatalf("event %q: %v", d, err)
+		}
+		if ev.Error != nil {
+			if ev.Error.Message == "" {
+				t.Fatalf("error event without a message: %s", d)
+			}
+			errs = append(errs, ev.Error.Message)
 		}
 		for _, c := range ev.Choices {
 			if c.Logprobs != nil {
@@ -110,12 +151,5 @@ func TestDisaggBridge(t *testing.T) {
 			completion = ev.Usage.Completion
 		}
 	}
-	if !done || tokens != maxTokens || completion != maxTokens {
-		t.Fatalf("split stream: %d tokens, usage %d, want %d: %s", tokens, completion, maxTokens, body)
-	}
-	// The decode vLLM read the KV the prefill vLLM kept: the hand-off
-	// went through the connector, not around it.
-	if df.Reads() < 1 || pf.Held() != 0 {
-		t.Fatalf("decode vLLM read %d transfers; the prefill vLLM still holds %d", df.Reads(), pf.Held())
-	}
+	return tokens, completion, errs, done
 }

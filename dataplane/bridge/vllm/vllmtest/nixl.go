@@ -146,7 +146,11 @@ func (f *Fake) nixlServe(w http.ResponseWriter, body map[string]any, prompt []ui
 	case n == nil:
 		return false
 	case fault.Status != 0:
-		vllmError(w, fault.Status, "InternalServerError", "fake fault")
+		typ := "InternalServerError"
+		if fault.Status < 500 {
+			typ = "BadRequestError"
+		}
+		vllmError(w, fault.Status, typ, "fake fault")
 		return true
 	case n.role == KVProducer:
 		if msg := checkPrefill(body); msg != "" {
