@@ -39,9 +39,10 @@ import (
 //     request (EOS, a stop token: not length-capped) makes vLLM keep
 //     nothing and return null params: the bridge answers FIRST|LAST.
 //   - vLLM, not the bridge, keeps the blocks: until the decode instance's
-//     NIXL read notifies it, or VLLM_NIXL_ABORT_REQUEST_TIMEOUT (480 s by
-//     default, vllm/envs.py at 001f69f8b52e0803c910525974d17010814947ad)
-//     passes (NixlConnectorWorker.get_finished at 002a105). vLLM has no
+//     NIXL read notifies it, or VLLM_NIXL_ABORT_REQUEST_TIMEOUT passes
+//     (NixlConnectorWorker.get_finished at 002a105; vllm/envs.py: 480 s
+//     by default in current vLLM, 120 s in older ones such as
+//     001f69f8b52e0803c910525974d17010814947ad). vLLM has no
 //     API to free them sooner: the prefill request has finished, and an
 //     abort of a finished request is a no-op. So a CANCEL after the
 //     hand-off ends the wire stream at once (LAST, finish cancelled,
@@ -52,7 +53,14 @@ import (
 //     at deadline_ms or at Disagg.KeepTimeout, whichever comes first.
 //   - A bridge of role decode (disagg_decode.go) sends the decode side as
 //     the proxy does: the original request, prompt included, with the
-//     prefill's kv_transfer_params verbatim, streamed.
+//     prefill's kv_transfer_params verbatim, streamed. vLLM's first token
+//     says the KV arrived; when it has not come within the hand-off's
+//     deadline_ms the bridge aborts the request and ends the stream with
+//     ERROR STREAM_FAILED naming the prefill engine (PROTOCOL.md 6.10).
+//     An error from vLLM before it (it refused the request, or failed
+//     the transfer under kv_load_failure_policy fail) is the stream's
+//     ERROR as for any request; the gateway ends the client's stream,
+//     whose first token went out already, with an in-stream error.
 //
 // The open question: kvgate's decode GENERATE carries the prompt plus the
 // prefill's first token (and max_tokens one less), but vLLM's decode
@@ -94,9 +102,10 @@ import (
 // mismatch is one extra short prefill. Presence and frequency penalties
 // count the first token as prompt, not output, on that path.
 
-// DefaultKeepTimeout is vLLM's default VLLM_NIXL_ABORT_REQUEST_TIMEOUT:
-// how long a prefill instance keeps a request's blocks for the decode
-// instance to read (vllm/envs.py at 001f69f).
+// DefaultKeepTimeout is current vLLM's default
+// VLLM_NIXL_ABORT_REQUEST_TIMEOUT: how long a prefill instance keeps a
+// request's blocks for the decode instance to read (older versions: 120
+// s; give kvgate-bridge --kv-keep-timeout what the engine runs with).
 const DefaultKeepTimeout = 480 * time.Second
 
 // Disagg is an Engine's part in disaggregated serving.
