@@ -43,6 +43,9 @@ type Engine struct {
 	// Disagg is the engine's part in prefill/decode disaggregation
 	// (disagg.go); the zero value serves aggregated requests only.
 	Disagg Disagg
+	// Multimodal says the engine serves a vision model: GENERATEs with
+	// images are forwarded (multimodal.go) and FeatureMultimodal announced.
+	Multimodal bool
 
 	reqs bridgeutil.Requests
 }
@@ -84,6 +87,9 @@ func (e *Engine) Generate(k serve.Key, g *wire.Generate) error {
 	}
 	if g.Flags&wire.GenHandoff != 0 || e.Disagg.Role == wire.RolePrefill {
 		return e.generateHandoff(k, g) // disagg.go
+	}
+	if g.MMItems.Len() > 0 && e.Multimodal && e.SGLang == nil && len(g.Guided) == 0 && len(g.KVTransfer) == 0 {
+		return e.generateMultimodal(k, g) // multimodal.go
 	}
 	if g.MMItems.Len() > 0 || len(g.Guided) > 0 || len(g.KVTransfer) > 0 {
 		return &serve.StreamError{Code: wire.CodeBadRequest, Message: "the bridge forwards token prompts only (no multimodal items, guided output or KV transfer)"}

@@ -26,10 +26,14 @@ import (
 var ErrMalformedLogprobs = errors.New("vllm: the engine's logprobs do not match its tokens")
 
 // Features are the wire features the vLLM mode adds to the bridge's
-// handshake: the sampling section. The SGLang mode adds none.
+// handshake: the sampling section, and images for a vision model
+// (Multimodal). The SGLang mode adds none.
 func (e *Engine) Features() wire.Feature {
 	if e.SGLang != nil {
 		return 0
+	}
+	if e.Multimodal {
+		return wire.FeatureSampling | wire.FeatureMultimodal
 	}
 	return wire.FeatureSampling
 }

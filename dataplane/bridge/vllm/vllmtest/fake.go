@@ -45,6 +45,7 @@ type Fake struct {
 	requests  []Request   // what the bridge sent, for tests
 	sgl       sglangState // the SGLang mode's (sglang.go)
 	nixl      *nixlState  // WithNIXL (nixl.go); guarded by mu
+	mm        mmState     // WithMultimodal (multimodal.go); guarded by mu
 	// topic prefixes every batch on the PUB socket (WithReplayTopic), and
 	// topicInReplay puts it in replay replies too.
 	topic         []byte
@@ -62,6 +63,10 @@ type entry struct {
 	// adapter ("" for none): what kvgate's hash of the block is made of.
 	prefix []uint32
 	lora   string
+	// mm are the prompt's images and prompt the whole prompt, when it has
+	// images (an image can reach past the block).
+	mm     []MMItem
+	prompt []uint32
 }
 
 // Request is one completion request as the fake received it.
@@ -89,6 +94,7 @@ type options struct {
 	loraDelay            time.Duration
 	loraPaths            map[string]bool
 	nixl                 *nixlState
+	mmTokens             func(image []byte) int
 }
 
 // WithMaxModelLen makes GET /v1/models list the model with context n, as
@@ -136,6 +142,7 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 		sgl: sglangState{incremental: a.incremental, rank: a.rank, dpSize: max(a.dpSize, 1)}, topic: []byte{}, nixl: a.nixl,
 		kvOffload: a.kvOffload,
 		lora:      loraState{paths: a.loraPaths, maxLoRAs: a.maxLoRAs, delay: a.loraDelay, roots: map[string]string{}, counter: maxID(a.loras)}}
+	f.mm.tokens = a.mmTokens
 	if a.topic != nil {
 		f.topic, f.topicInReplay = []byte(*a.topic), true
 	}
@@ -166,6 +173,7 @@ func Start(model string, blockSize, capacity int, enc Encoding, opts ...Option) 
 		mux.HandleFunc("GET /metrics", f.metrics)
 		mux.HandleFunc("GET /v1/models", f.models(cmp.Or(a.maxModelLen, 131072)))
 		f.loraRoutes(mux, a.runtimeLoRA)
+		f.mmRoutes(mux)
 	}
 	f.HTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = f.HTTP.Serve(ln) }()
@@ -216,10 +224,15 @@ func (f *Fake) BlockHashes(prompt []uint32) []vllm.Hash {
 	return hs
 }
 
-// blockHashes returns a prompt's engine hashes and their raw digests; an
-// adapter's name enters every block's digest, as vLLM hashes a block's
-// extra keys with its tokens.
+// blockHashes is blockHashesMM of a prompt without images.
 func (f *Fake) blockHashes(lora string, prompt []uint32) ([]vllm.Hash, [][]byte) {
+	return f.blockHashesMM(lora, prompt, nil)
+}
+
+// blockHashesMM returns the engine hashes and raw digests of a prompt with
+// images; an adapter's name and the images over a block enter its digest,
+// as vLLM hashes a block's extra keys with its tokens.
+func (f *Fake) blockHashesMM(lora string, prompt []uint32, mm []MMItem) ([]vllm.Hash, [][]byte) {
 	var out []vllm.Hash
 	var raws [][]byte
 	parent := []byte("root")
@@ -232,6 +245,7 @@ func (f *Fake) blockHashes(lora string, prompt []uint32) ([]vllm.Hash, [][]byte)
 		if lora != "" {
 			h.Write([]byte(lora))
 		}
+		hashItems(h, mm, i*f.BlockSize, (i+1)*f.BlockSize)
 		sum := h.Sum(nil)
 		parent = sum
 		raws = append(raws, sum)
@@ -251,8 +265,11 @@ func (f *Fake) blockHashes(lora string, prompt []uint32) ([]vllm.Hash, [][]byte)
 // publishes what changed in one batch: the GPU stores, the CPU copies of
 // the blocks evicted for them, their GPU removals and the CPU copies that
 // made room; it returns the prompt tokens that were already cached.
-func (f *Fake) admit(lora string, prompt []uint32) int {
-	hs, raws := f.blockHashes(lora, prompt)
+func (f *Fake) admit(lora string, prompt []uint32) int { return f.admitMM(lora, prompt, nil) }
+
+// admitMM is admit of a prompt with images.
+func (f *Fake) admitMM(lora string, prompt []uint32, mm []MMItem) int {
+	hs, raws := f.blockHashesMM(lora, prompt, mm)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cached := 0
@@ -270,14 +287,14 @@ func (f *Fake) admit(lora string, prompt []uint32) int {
 		}
 		if lora != "" {
 			st.LoRAName, st.LoRAID = lora, f.loras[lora]
-			st.ExtraKeys = make([]vllm.Extra, len(st.BlockHashes))
-			for i := range st.ExtraKeys {
-				st.ExtraKeys[i] = vllm.ExtraLoRA
-			}
 		}
+		st.ExtraKeys, st.MMKeys = f.blockExtras(lora, mm, cached, len(hs))
 		for i, h := range hs[cached:] {
 			f.tick++
 			e := &entry{used: f.tick, raw: raws[i+cached], prefix: prompt[:(i+cached+1)*f.BlockSize], lora: lora}
+			if len(mm) > 0 {
+				e.mm, e.prompt = mm, prompt
+			}
 			if i+cached > 0 {
 				e.parent = hs[i+cached-1]
 			}

@@ -1,6 +1,8 @@
 package vllmtest
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/kvgate/kvgate/dataplane/bridge/vllm"
@@ -26,21 +28,46 @@ func (f *Fake) KVHashes(h *kvstore.Hasher, loras map[string]uint32) (TierSet, er
 		blocks map[vllm.Hash]*entry
 	}{{wire.TierGPU, f.cache}, {wire.TierCPU, f.offload.blocks}} {
 		for _, e := range t.blocks {
-			var keys *kvstore.Keys
-			if e.lora != "" {
-				id, ok := loras[e.lora]
-				if !ok {
-					return out, fmt.Errorf("vllmtest: no wire id for adapter %q", e.lora)
-				}
-				keys = &kvstore.Keys{LoRAID: id}
+			keys, err := kvgateKeys(e, loras)
+			if err != nil {
+				return out, err
 			}
-			hs, err := h.Hash(nil, e.prefix, keys)
-			if err != nil || len(hs) == 0 {
+			toks := e.prefix
+			if len(e.mm) > 0 {
+				toks = e.prompt // the images as the whole prompt places them
+			}
+			hs, err := h.Hash(nil, toks, keys)
+			if n := len(e.prefix) / h.BlockSize(); err != nil || len(hs) < n || n == 0 {
 				return out, fmt.Errorf("vllmtest: hashing a block of %d tokens: %v", len(e.prefix), err)
 			}
 			out.Blocks[t.tier]++
-			out.Sums[t.tier] += hs[len(hs)-1]
+			out.Sums[t.tier] += hs[len(e.prefix)/h.BlockSize()-1]
 		}
 	}
 	return out, nil
+}
+
+// kvgateKeys are the keys kvgate hashes a cached block's prompt with: its
+// adapter's wire id in loras, its images' content ids (identifiers that
+// are kvgate ids in hex: the contract's low 64 bits).
+func kvgateKeys(e *entry, loras map[string]uint32) (*kvstore.Keys, error) {
+	if e.lora == "" && len(e.mm) == 0 {
+		return nil, nil
+	}
+	var keys kvstore.Keys
+	if e.lora != "" {
+		id, ok := loras[e.lora]
+		if !ok {
+			return nil, fmt.Errorf("vllmtest: no wire id for adapter %q", e.lora)
+		}
+		keys.LoRAID = id
+	}
+	for _, it := range e.mm {
+		id, err := hex.DecodeString(it.Identifier)
+		if err != nil || len(id) != 16 {
+			return nil, fmt.Errorf("vllmtest: image %q is not a kvgate content id", it.Identifier)
+		}
+		keys.MM = append(keys.MM, kvstore.MMItem{Offset: uint32(it.Offset), Length: uint32(it.Length), Hash: binary.BigEndian.Uint64(id[8:])})
+	}
+	return &keys, nil
 }

@@ -65,7 +65,8 @@ func (f *Fake) offloadEvicted(victims []vllm.Hash, entries []*entry) []vllm.Even
 			c.used = f.tick // already offloaded: vLLM stores a hash once
 			continue
 		}
-		f.offload.blocks[h] = &entry{used: f.tick, raw: entries[i].raw, prefix: entries[i].prefix, lora: entries[i].lora}
+		f.offload.blocks[h] = &entry{used: f.tick, raw: entries[i].raw, prefix: entries[i].prefix, lora: entries[i].lora,
+			mm: entries[i].mm, prompt: entries[i].prompt}
 		ev.BlockHashes = append(ev.BlockHashes, BytesHash(entries[i].raw))
 	}
 	if len(ev.BlockHashes) == 0 {
