@@ -81,9 +81,13 @@ import (
 // token vLLM streams after checking it is the prefill's:
 //
 //   - greedy (temperature 0), or seeded: a seeded vLLM request samples
-//     with its own generator seeded by the request's seed, so both
-//     instances draw the same first sample from the same logits and
-//     agree. The logits can still differ in their last bits (different
+//     with its own torch.Generator, seeded with the request's seed when
+//     the request joins the batch (GPUModelRunner._update_states,
+//     vllm/v1/worker/gpu_model_runner.py at
+//     4e1790651fc758c06c7a903dd4cd82364ac91b27), so both instances draw
+//     their first sample from the same generator state and, given the
+//     same logits, agree; the decode instance's later samples then use
+//     the draws an aggregated run would. The logits can still differ in their last bits (different
 //     batch shapes pick other kernels; scheduler.py's
 //     _prefix_cache_aligned_split at 00024d3 describes 1-ULP differences
 //     between a cache hit and a miss), so a rare mismatch remains.
