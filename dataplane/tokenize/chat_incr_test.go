@@ -18,13 +18,17 @@ func chatTemplates(t *testing.T) (map[string]*ChatTemplate, map[string]appendOnl
 	// What each template's text says: Mistral v0.1 and Gemma 2 refuse a
 	// system message; Mistral v0.3 places tools before the last user
 	// message, but there are no tools here.
-	// All of them that are append-only take a placeholder head, except
-	// head-echo, which repeats the first message's start on every line.
-	both, first := [2]bool{true, true}, [2]bool{true, false}
-	want := map[string]appendOnly{"qwen3": {ok: true, system: true, short: both}, "gemma3": {ok: true, system: true, short: both},
-		"llama-2-chat": {ok: true, system: true, short: both}, "mistral-v0.1-instruct": {ok: true, short: first},
-		"mistral-v0.3-instruct-tools": {ok: true, system: true, short: both}, "gemma-2-it": {ok: true, short: first},
-		"numbered": {}, "system-last": {ok: true, short: first}, "head-echo": {ok: true, system: true}}
+	// What each takes for a head in the short evaluation: none where
+	// the new messages render alone as after the others (Qwen3, Mistral
+	// v0.3), a placeholder where roles must alternate from a user message,
+	// the own head for head-echo, which repeats the first message's start
+	// on every line.
+	none, holder, own := noHead, placeholderHead, ownHead
+	want := map[string]appendOnly{"qwen3": {ok: true, system: true, short: [2]headKind{none, none}},
+		"gemma3": {ok: true, system: true, short: [2]headKind{holder, holder}}, "llama-2-chat": {ok: true, system: true, short: [2]headKind{holder, holder}},
+		"mistral-v0.1-instruct": {ok: true, short: [2]headKind{holder, own}}, "mistral-v0.3-instruct-tools": {ok: true, system: true, short: [2]headKind{none, none}},
+		"gemma-2-it": {ok: true, short: [2]headKind{holder, own}}, "numbered": {}, "system-last": {ok: true, short: [2]headKind{none, own}},
+		"head-echo": {ok: true, system: true}}
 	seen := map[string]bool{}
 	for _, dir := range []string{"llama2", "gemma3"} {
 		tok, err := LoadDir(filepath.Join("testdata", "families", dir))

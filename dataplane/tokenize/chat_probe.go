@@ -14,10 +14,9 @@ import (
 type appendOnly struct {
 	ok, system bool
 	gen        string
-	// short[h-1]: a turn whose head is h messages renders its new
-	// messages after placeholderHeads[h-1] instead of its own head, and
-	// base[h-1] is that head's rendering (chat_short.go).
-	short [2]bool
+	// short[h-1] is what a turn whose head is h messages renders its new
+	// messages after, and base[h-1] that head's rendering (chat_short.go).
+	short [2]headKind
 	base  [2]string
 }
 
