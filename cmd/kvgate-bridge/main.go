@@ -82,6 +82,7 @@ type config struct {
 	loraFlags
 	tierFlags
 	disaggFlags
+	mmFlags
 	tiers vllm.LowerTiers // from tierFlags
 }
 
@@ -132,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.registerLoRA(fs)
 	c.registerTiers(fs)
 	c.registerDisagg(fs)
+	c.registerMultimodal(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -142,6 +144,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := c.checkDisagg(); err != nil {
+		return nil, err
+	}
+	if err := c.checkMultimodal(); err != nil {
 		return nil, err
 	}
 	c.engineURL = strings.TrimSuffix(c.engineURL, "/")

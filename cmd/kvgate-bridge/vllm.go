@@ -34,6 +34,7 @@ func startVLLM(ctx context.Context, c *config, h *kvstore.Hasher, log *slog.Logg
 	e := vllm.NewEngine(c.engineURL, c.model, nil, log)
 	e.DPRanks = c.dpRanks
 	c.disagg(e)
+	c.vision(e)
 	first := max(c.dpRank, 0) // the engine's rank that is the bridge's rank 0
 	capacity := c.gpuBlocks
 	if c.engineKind == kindSGLang {
@@ -122,7 +123,7 @@ func (vb *vllmBridge) handshake() wire.Handshake {
 	hs := vb.c.handshake(vb.Capacity)
 	hs.Tiers = append(hs.Tiers, vb.lowerTiers...)
 	hs.TierCosts = vb.Tiers.Costs() // sent only to routers that read it (wire.AcceptHandshake)
-	hs.Features |= vb.Features()    // vLLM: the sampling section; SGLang: none
+	hs.Features |= vb.Features()    // vLLM: the sampling section (and images: --multimodal); SGLang: none
 	hs.Features |= vb.Disagg.Features()
 	if vb.Residency != nil {
 		hs.Features |= wire.FeatureAdapters // adapters loaded at run time, residency in ADAPTERS
