@@ -89,9 +89,6 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if e == nil {
 		e = g.fitContext(p.m, req, len(tokens))
 	}
-	if e == nil {
-		e = refuseMedia(p.m, req)
-	}
 	if e != nil {
 		x.failed(e)
 		return writeError(w, flavor, e)

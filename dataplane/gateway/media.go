@@ -72,7 +72,7 @@ func (g *Gateway) checkMedia(m *Model, req *api.Request) *api.Error {
 		}
 		im.Expansion = exp
 	}
-	return nil
+	return checkMediaWire(c.Images) // media_send.go
 }
 
 // placeMedia expands, in a rendered and tokenized prompt, the marker
@@ -117,20 +117,6 @@ func (g *Gateway) placeMedia(m *Model, req *api.Request, ids []uint32) ([]uint32
 		c.Images[i].Placed = ranges[i]
 	}
 	return out, nil
-}
-
-// refuseMedia answers a request with images, placed and within the
-// context, for now: GENERATE cannot yet carry images to engines (issue
-// 24: the wire extension comes next), so it is refused naming its first
-// image.
-func refuseMedia(m *Model, req *api.Request) *api.Error {
-	c := &req.Conversation
-	if len(c.Images) == 0 {
-		return nil
-	}
-	first := c.Images[0].Field
-	return api.BadRequest(first, fmt.Sprintf("%s: engines of model %s do not accept images yet (kvgate cannot send images to engines until the wire protocol carries them)",
-		first, mediaModel(m, req)))
 }
 
 // tokenizeChat is /tokenize's ids of a conversation: rendered and

@@ -2,27 +2,20 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kvgate/kvgate/dataplane/api"
-	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/media"
-	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
-	"github.com/kvgate/kvgate/kvstore"
-	"github.com/kvgate/kvgate/perf/sim"
 )
 
 func testPNG(t *testing.T, w, h int) []byte {
@@ -109,10 +102,6 @@ func TestCheckMedia(t *testing.T) {
 			t.Fatalf("%d placeholder tokens, want %d", n, 54*74/4)
 		}
 	}
-	if e := refuseMedia(&Model{}, func() *api.Request { r, _ := api.DecodeChat([]byte(imageChat(dataURLOf(img))), nil); return r }()); e == nil ||
-		e.Param != "messages[0].content[1]" || !strings.Contains(e.Message, "engines of model "+model+" do not accept images yet") {
-		t.Fatalf("refusal: %+v", e)
-	}
 	plain, _ := api.DecodeChat([]byte(fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}]}`, model)), nil)
 	if e := g.checkMedia(&Model{}, plain); e != nil {
 		t.Fatalf("a chat without images: %v", e)
@@ -120,45 +109,29 @@ func TestCheckMedia(t *testing.T) {
 }
 
 // Through the gateway with a processor configured: an image fetched
-// from an allowed host is read, identified and counted, then refused as
-// engines cannot take it yet; a host not allowed is named, in each API's
-// shape.
+// from an allowed host is read, identified, counted and served by the
+// engine, which counts its placeholder tokens in the prompt; a host not
+// allowed is named, in each API's shape.
 func TestImageThroughGatewayWithProcessor(t *testing.T) {
 	img := testPNG(t, 640, 480)
 	imgSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(img) }))
 	defer imgSrv.Close()
 	tok := qwenVLModel(t).Tok // a template that writes each image's marker
-	cfg := sim.DefaultConfig()
-	cfg.Rank.Model, cfg.Rank.Profile = model, sim.ZeroProfile
-	sims, err := sim.StartLocal(1, cfg, "sim")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sims.Close)
-	pcfg := engine.DefaultConfig()
-	pcfg.Logger = slog.New(slog.DiscardHandler)
-	pool := engine.NewPool(pcfg, kvstore.New(kvstore.Options{}), sims.Addrs)
-	t.Cleanup(pool.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pool.WaitReady(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
 	o := media.Defaults()
 	o.AllowHosts, o.AllowPrivate = []string{"127.0.0.1"}, true
 	f, err := media.NewFetcher(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	qwen, _ := media.NewProcessor("qwen2.5-vl", media.ProcessorOptions{})
-	logs := &syncBuffer{}
-	g := &Gateway{Tok: tok, Router: route.New(pool, route.PolicyKV, route.DefaultWeights()), Pool: pool,
-		Log: slog.New(slog.NewTextHandler(logs, nil)), Retries: 1, FirstTokenTimeout: time.Minute,
-		Media: &Media{Resolver: media.Resolver{Fetcher: f}, Processors: map[string]media.Processor{model: qwen}}}
-	base := serveGateway(t, g, logs).base
+	base := imageGateway(t, media.Resolver{Fetcher: f}, nil).base
 
 	resp, body := post(t, base+"/v1/chat/completions", "", imageChat(imgSrv.URL+"/cat.png"))
-	if resp.StatusCode != 400 || !strings.Contains(body, `"param":"messages[0].content[1]"`) || !strings.Contains(body, "do not accept images yet") {
+	var served struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(body), &served); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("allowed host: %d %s", resp.StatusCode, body)
 	}
 	// /tokenize gives the prompt an engine would get: the image's 391
@@ -178,6 +151,9 @@ func TestImageThroughGatewayWithProcessor(t *testing.T) {
 		slices.ContainsFunc(tr.Tokens[first:first+391], func(id uint32) bool { return id != pad }) {
 		t.Fatalf("/tokenize: %d tokens, want %d with 391 placeholders from %d", tr.Count, len(plain)-1+391, slices.Index(plain, pad))
 	}
+	if served.Usage.PromptTokens != tr.Count {
+		t.Fatalf("the engine counted %d prompt tokens, /tokenize %d", served.Usage.PromptTokens, tr.Count)
+	}
 	resp, body = post(t, base+"/v1/chat/completions", "", imageChat("https://img.example/cat.png"))
 	if resp.StatusCode != 400 || !strings.Contains(body, `host \"img.example\" is not among`) {
 		t.Fatalf("host not allowed: %d %s", resp.StatusCode, body)
@@ -189,4 +165,69 @@ func TestImageThroughGatewayWithProcessor(t *testing.T) {
 		!strings.Contains(body, "messages.0.content.1: media type mismatch: declared image/gif but the bytes are a PNG image") {
 		t.Fatalf("declared type: %d %s", resp.StatusCode, body)
 	}
+}
+
+// Bad images through the gateway, in each API's own error shape: a 400
+// naming the part for bytes that are no image, a size the container
+// declares that the bytes contradict, more bytes than the limit, and a
+// URL whose host is not allowed.
+func TestBadImagesThroughGateway(t *testing.T) {
+	small, img := testPNG(t, 56, 56), patternPNG(t, 640, 480, 1)
+	badIHDR := slices.Clone(small)
+	badIHDR[11] = 14 // IHDR's length field: 14 bytes, not 13
+	o := media.Defaults()
+	o.AllowHosts = []string{"images.example"}
+	f, err := media.NewFetcher(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := len(img) - 1
+	base := imageGateway(t, media.Resolver{Fetcher: f, MaxBytes: int64(limit)}, nil).base
+	if len(small) >= limit {
+		t.Fatalf("the small image (%d bytes) is not under the limit (%d)", len(small), limit)
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	openAI := func(url string) string {
+		return fmt.Sprintf(`{"model":%q,"max_tokens":2,"messages":[{"role":"user","content":[{"type":"text","text":"see"},`+
+			`{"type":"image_url","image_url":{"url":%q}}]}]}`, model, url)
+	}
+	anthropic := func(source string) string {
+		return fmt.Sprintf(`{"model":%q,"max_tokens":2,"messages":[{"role":"user","content":[{"type":"text","text":"see"},`+
+			`{"type":"image","source":%s}]}]}`, model, source)
+	}
+	inline := func(b []byte) string {
+		return fmt.Sprintf(`{"type":"base64","media_type":"image/png","data":%q}`, b64(b))
+	}
+	for _, c := range []struct {
+		name, openAI, anthropic, says string
+	}{
+		{"undecodable", dataURLOf([]byte("this is text, not a picture")), inline([]byte("this is text, not a picture")), "undecodable image"},
+		{"declared size", dataURLOf(badIHDR), inline(badIHDR), "declared size does not match the data: PNG IHDR declares 14 bytes"},
+		{"over the limit", dataURLOf(img), inline(img), fmt.Sprintf("%d bytes, over the limit of %d", len(img), limit)},
+		{"host not allowed", "https://elsewhere.example/cat.png", `{"type":"url","url":"https://elsewhere.example/cat.png"}`,
+			`host "elsewhere.example" is not among the hosts images are fetched from`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := post(t, base+"/v1/chat/completions", "", openAI(c.openAI))
+			var oe struct {
+				Error struct{ Message, Type, Param string }
+			}
+			if err := json.Unmarshal([]byte(body), &oe); err != nil || resp.StatusCode != 400 || oe.Error.Param != "messages[0].content[1]" ||
+				oe.Error.Type != "invalid_request_error" || !strings.Contains(oe.Error.Message, c.says) {
+				t.Fatalf("OpenAI: %d %s; want 400 on messages[0].content[1] saying %q", resp.StatusCode, body, c.says)
+			}
+			resp, body = post(t, base+"/v1/messages", "", anthropic(c.anthropic))
+			var ae struct {
+				Type  string
+				Error struct{ Type, Message string }
+			}
+			if err := json.Unmarshal([]byte(body), &ae); err != nil || resp.StatusCode != 400 || ae.Type != "error" || ae.Error.Type != "invalid_request_error" ||
+				!strings.HasPrefix(ae.Error.Message, "messages.0.content.1: ") || !strings.Contains(ae.Error.Message, c.says) {
+				t.Fatalf("Anthropic: %d %s; want 400 naming messages.0.content.1 saying %q", resp.StatusCode, body, c.says)
+			}
+		})
+	}
+	// The same requests with a good image are served.
+	serve(t, &testGateway{base: base}, "/v1/chat/completions", openAI(dataURLOf(small)))
+	serve(t, &testGateway{base: base}, "/v1/messages", anthropic(inline(small)))
 }

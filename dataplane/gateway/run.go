@@ -45,6 +45,7 @@ func (req *genRequest) generate() *wire.Generate {
 		gen.Flags |= wire.GenIgnoreEOS
 	}
 	req.addSampling(gen)
+	req.addMedia(gen) // media_send.go
 	return gen
 }
 
@@ -67,14 +68,17 @@ func (g *Gateway) serveOn(req *genRequest, out sink) int {
 	if req.needsSampling() {
 		rr.Needs |= wire.FeatureSampling
 	}
+	// media_send.go: the images' keys, and engines that take images
+	req.routeMedia(rr)
 	_, rr.Split = out.(*output) // one client stream: a split's two engines can serve it (disagg.go)
+	rr.MaxTokens = int(gen.MaxTokens) // the split rule's output bound (route/disagg_slo.go)
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		t0 := time.Now()
 		d, err := g.Router.Route(rr)
 		g.Metrics.observeRoute(time.Since(t0))
 		req.x.routed(t0, d, err)
 		if err != nil {
-			return req.fail(out, routeError(err, req))
+			return req.fail(out, g.routeFailure(err, req))
 		}
 		g.observeDisagg(rr, d) // disagg.go
 		status, retry, err := g.attempt(req, gen, d, out)
