@@ -11,6 +11,7 @@ import "fmt"
 type MediaAssembly struct {
 	g     Generate
 	sizes []int // each item's declared size
+	total int   // their sum
 	items []MediaItem
 	data  []byte // every item's bytes received so far, back to back
 	item  int    // the item the next chunk belongs to
@@ -32,7 +33,7 @@ func NewMediaAssembly(g *Generate, lim *Limits) (*MediaAssembly, error) {
 		return nil, err
 	}
 	a.sizes = make([]int, a.g.Media.Len())
-	a.g.Media.each(func(i int, _ MediaItem, size int) { a.sizes[i] = size })
+	a.g.Media.each(func(i int, _ MediaItem, size int) { a.sizes[i], a.total = size, a.total+size })
 	return a, nil
 }
 
@@ -51,8 +52,11 @@ func (a *MediaAssembly) Add(ch *MediaChunk) error {
 	case len(ch.Data) > a.sizes[a.item]-a.got:
 		return fmt.Errorf("MEDIA for item %d: %d bytes at offset %d pass its size %d: %w", ch.Item, len(ch.Data), ch.Offset, a.sizes[a.item], ErrBadValue)
 	}
-	if a.data == nil {
-		a.data = make([]byte, 0, len(ch.Data)) // what arrived, never a declared size
+	if need := len(a.data) + len(ch.Data); need > cap(a.data) {
+		// Double what arrived, up to the declared total: at most twice
+		// the bytes received are ever allocated, and nothing past the
+		// total is.
+		a.data = append(make([]byte, 0, min(max(2*cap(a.data), need), a.total)), a.data...)
 	}
 	a.data = append(a.data, ch.Data...)
 	a.got += len(ch.Data)

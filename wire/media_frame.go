@@ -7,9 +7,12 @@ import "fmt"
 const TypeMedia Type = 0x13
 
 // MediaChunkSize is how many bytes of an item a MEDIA frame from
-// SendGenerate carries at most: far below any receiver's frame limit, and
-// small enough that other streams' frames wait at most one chunk's write.
-const MediaChunkSize = 1 << 20
+// SendGenerate carries at most: far below any receiver's frame limit,
+// small enough that other streams' frames wait at most one chunk's write,
+// and one chunk's frame (24 bytes of header and fields more) fits the
+// buffer a Writer keeps between writes, so sending allocates nothing per
+// chunk.
+const MediaChunkSize = spareKeep - HeaderSize - 12
 
 // MediaChunk is one MEDIA frame: bytes [Offset, Offset+len(Data)) of media
 // item Item of the stream's GENERATE. Decoding keeps Data a view.
