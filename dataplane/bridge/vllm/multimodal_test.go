@@ -25,8 +25,11 @@ import (
 	"github.com/kvgate/kvgate/wire/serve/servetest"
 )
 
-// imageTokens is the fake vision model's placeholder count of every image.
+// imageTokens is the fake vision model's placeholder count of an image
+// (fixedTokens).
 const imageTokens = 10
+
+func fixedTokens([]byte) int { return imageTokens }
 
 // mmRig is a multimodal bridge in front of a fake vision vLLM (blocks of
 // 4), its KV events subscribed, a router's connection to it, and the
@@ -43,9 +46,11 @@ type mmRig struct {
 	frames chan wire.Frame
 }
 
-func startMMRig(t *testing.T) *mmRig {
+// startMMRig starts a rig whose fake vLLM gives an image placeholders(image)
+// placeholder tokens.
+func startMMRig(t *testing.T, placeholders func([]byte) int) *mmRig {
 	t.Helper()
-	f, err := vllmtest.Start("m", 4, 1000, vllmtest.Tagged, vllmtest.WithMultimodal(func([]byte) int { return imageTokens }))
+	f, err := vllmtest.Start("m", 4, 1000, vllmtest.Tagged, vllmtest.WithMultimodal(placeholders))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +93,20 @@ func startMMRig(t *testing.T) *mmRig {
 	return r
 }
 
-// image is a GENERATE's image placed at offset in the prompt.
+// image is a GENERATE's image placed at offset in the prompt, over
+// imageTokens tokens.
 func image(data []byte, offset uint32) (wire.MediaItem, wire.MMItem) {
 	it := wire.MediaItem{ID: xxh3.Hash128(data).Bytes(), MIME: []byte("image/png"), Width: 28, Height: 28, Data: data}
 	return it, wire.MMItem{Offset: offset, Length: imageTokens, Hash: it.Key()}
+}
+
+// kvKeys are kvgate's keys of a prompt with these images.
+func kvKeys(mm ...wire.MMItem) *kvstore.Keys {
+	k := &kvstore.Keys{}
+	for _, it := range mm {
+		k.MM = append(k.MM, kvstore.MMItem{Offset: it.Offset, Length: it.Length, Hash: it.Hash})
+	}
+	return k
 }
 
 // mmPrompt is 3 text tokens, an image's placeholders, 7 text tokens: 20
@@ -206,7 +221,7 @@ func (r *mmRig) waitDepth(t *testing.T, prompt []uint32, keys *kvstore.Keys, wan
 // hasher computes for that prompt and image, and none of the same text
 // with another image.
 func TestMultimodalThroughBridge(t *testing.T) {
-	r := startMMRig(t)
+	r := startMMRig(t, fixedTokens)
 	img := []byte("\x89PNG not really, but the fake only hashes it")
 	media, mm := image(img, 3)
 	prompt := mmPrompt()
@@ -221,8 +236,7 @@ func TestMultimodalThroughBridge(t *testing.T) {
 	if d, ok := r.f.ImageOf(id); !ok || d != sha256.Sum256(img) {
 		t.Fatalf("the fake got no image, or another, under kvgate's id %s", id)
 	}
-	keys := &kvstore.Keys{MM: []kvstore.MMItem{{Offset: mm.Offset, Length: mm.Length, Hash: mm.Hash}}}
-	r.waitDepth(t, prompt, keys, 5)
+	r.waitDepth(t, prompt, kvKeys(mm), 5)
 	other, _ := image([]byte("another image"), 3)
 	if n := r.depth(t, prompt, &kvstore.Keys{MM: []kvstore.MMItem{{Offset: 3, Length: imageTokens, Hash: other.Key()}}}); n != 0 {
 		t.Fatalf("the same text with another image matches %d blocks, want 0", n)
@@ -243,7 +257,7 @@ func TestMultimodalThroughBridge(t *testing.T) {
 // placeholder count than kvgate placed (after the render; nothing runs),
 // and logprobs on a prompt with images (before any call).
 func TestMultimodalRefusals(t *testing.T) {
-	r := startMMRig(t)
+	r := startMMRig(t, fixedTokens)
 	prompt := mmPrompt()
 	media, mm := image([]byte("an image"), 3)
 	mm.Length = imageTokens - 2 // kvgate's rule disagrees with the engine's
@@ -338,5 +352,39 @@ func TestFakeChecksMultimodalRequests(t *testing.T) {
 	}
 	if code, body := post("/v1/chat/completions/render", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"`+img+`"},"uid":"x"}]}]}`); code != http.StatusBadRequest || !strings.Contains(body, "uid: unknown field") {
 		t.Fatalf("render with a misspelt uuid: %d %s", code, body)
+	}
+}
+
+// TestMultimodalTurns: a conversation's second turn, its first turn's
+// prompt and answer then text and a second image, reuses the first turn's
+// blocks (a long image over twelve of them, down to 39 tokens before a
+// block's start) and adds its own, whose events chain from them: the
+// router's index holds every full block of each turn's prompt with both
+// images as kvgate hashes them.
+func TestMultimodalTurns(t *testing.T) {
+	counts := map[string]int{"a long image": 40, "a second image": imageTokens}
+	r := startMMRig(t, func(b []byte) int { return counts[string(b)] })
+	long, mmLong := image([]byte("a long image"), 3)
+	mmLong.Length = 40
+	turn1 := append([]uint32{11, 12, 13}, slices.Repeat([]uint32{9}, 40)...)
+	turn1 = append(turn1, 21, 22, 23, 24, 25, 26, 27)
+	before := r.f.Blocks()
+	toks, e := r.generate(t, 1, turn1, []wire.MediaItem{long}, []wire.MMItem{mmLong})
+	if e != nil {
+		t.Fatalf("turn 1: ERROR %v %q", e.Code, e.Message)
+	}
+	r.waitDepth(t, turn1, kvKeys(mmLong), len(turn1)/4)
+	turn2 := append(append(slices.Clone(turn1), toks...), 31, 32)
+	second, mmSecond := image([]byte("a second image"), uint32(len(turn2)))
+	turn2 = append(append(turn2, slices.Repeat([]uint32{9}, imageTokens)...), 41, 42, 43, 44, 45)
+	if _, e := r.generate(t, 2, turn2, []wire.MediaItem{long, second}, []wire.MMItem{mmLong, mmSecond}); e != nil {
+		t.Fatalf("turn 2: ERROR %v %q", e.Code, e.Message)
+	}
+	if n := r.f.Blocks() - before; n != len(turn2)/4 {
+		t.Fatalf("the engine holds %d blocks of the two turns, want turn 2's %d (turn 1's shared)", n, len(turn2)/4)
+	}
+	r.waitDepth(t, turn2, kvKeys(mmLong, mmSecond), len(turn2)/4)
+	if s := r.b.T.Skipped(); s != (vllm.Skipped{}) {
+		t.Fatalf("skipped %+v", s)
 	}
 }
