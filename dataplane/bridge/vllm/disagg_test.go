@@ -86,9 +86,10 @@ func handoff(prompt []uint32, maxTokens uint32, side wire.HandoffSide, peer stri
 
 // streamEnd is a stream read to its end.
 type streamEnd struct {
-	frames []wire.TokensMsg // copies
-	tokens []uint32
-	err    *wire.Error
+	frames   []wire.TokensMsg // copies, but for Logprobs
+	tokens   []uint32
+	logprobs []float32 // each token's, as the frames carried them
+	err      *wire.Error
 }
 
 func (s *streamEnd) last() wire.TokensMsg { return s.frames[len(s.frames)-1] }
@@ -132,6 +133,9 @@ func readDisagg(t *testing.T, c *wire.Conn, stream uint32) streamEnd {
 		}
 		s.frames = append(s.frames, *m)
 		s.tokens = m.Tokens.AppendTo(s.tokens)
+		for i := range m.Logprobs.Len() { // a view: read before the next frame
+			s.logprobs = append(s.logprobs, m.Logprobs.Logprob(i))
+		}
 		if m.Last() {
 			return s
 		}
@@ -262,5 +266,42 @@ func TestDisaggFirstTokenMismatch(t *testing.T) {
 	}
 	if p.de.Disagg.Mismatches.Load() != 1 {
 		t.Fatalf("mismatches %d, want 1", p.de.Disagg.Mismatches.Load())
+	}
+}
+
+// TestDisaggLogprobs: asked for logprobs, the hand-off frame carries the
+// first token's, from the prefill vLLM's non-streamed answer, and the
+// decode side each later token's, the dropped first token's left out.
+func TestDisaggLogprobs(t *testing.T) {
+	p := startPD(t, 0)
+	prompt := []uint32{31, 32, 33, 34, 35}
+	withLogprobs := func(g *wire.Generate) *wire.Generate {
+		g.Flags |= wire.GenSampling
+		g.Sampling = wire.Sampling{RepetitionPenalty: 1, Flags: wire.SampleLogprobs, TopLogprobs: 2}
+		return g
+	}
+	if err := p.pc.Send(1, withLogprobs(handoff(prompt, 5, wire.HandoffPrefill, "decode", nil))); err != nil {
+		t.Fatal(err)
+	}
+	h, e := readFrame(t, p.pc, 1)
+	if e != nil || h.Flags&wire.TokHandoff == 0 || h.Flags&wire.TokLogprobs == 0 || h.Logprobs.Len() != 1 ||
+		h.Logprobs.TopN() != 2 || h.Logprobs.Logprob(0) != vllmtest.FakeLogprob(0) {
+		t.Fatalf("hand-off %+v (%v), want one token with its logprobs", h, e)
+	}
+	if pb := p.pf.Requests()[0].Body; pb["logprobs"] != float64(2) || pb["return_tokens_as_token_ids"] != true {
+		t.Fatalf("prefill request %v", pb)
+	}
+	dprompt := append(slices.Clone(prompt), h.Tokens.At(0))
+	if err := p.dc.Send(1, withLogprobs(handoff(dprompt, 4, wire.HandoffDecode, "prefill", h.KVTransfer))); err != nil {
+		t.Fatal(err)
+	}
+	s := readDisagg(t, p.dc, 1)
+	if s.err != nil || len(s.tokens) != 4 || len(s.logprobs) != 4 || !slices.Equal(s.tokens, vllmtest.Generated(prompt, 5)[1:]) {
+		t.Fatalf("decode %v, logprobs %v", s, s.logprobs)
+	}
+	for i, lp := range s.logprobs {
+		if lp != vllmtest.FakeLogprob(0) {
+			t.Fatalf("token %d's logprob %v", i, lp)
+		}
 	}
 }
