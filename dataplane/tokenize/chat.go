@@ -27,7 +27,7 @@ type ChatTemplate struct {
 	source   string
 	prefixes *prefixCache
 	verdicts verdicts
-	markers  [][]byte                   // markup literals no content on the incremental path holds
+	markers  markerSet                  // markup literals no content on the incremental path holds
 	added    atomic.Pointer[addedFacts] // the tokenizer's added tokens, as chat_encode.go needs them
 	clock    func() time.Time           // what strftime_now reads: time.Now but in tests
 	strftime jinja.Value                // strftime_now, reading clock

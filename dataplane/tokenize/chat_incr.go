@@ -49,7 +49,9 @@ type chatTurn struct {
 }
 
 // newTurn returns the turn when in may take the incremental path, else
-// nil. It reads the head messages only.
+// nil. It reads the head messages' roles only: a remembered prefix that
+// the messages start with had its contents checked, and remember checks
+// them before the first.
 func (c *ChatTemplate) newTurn(pc *prefixCache, v *appendOnly, extra string, in *ChatInput) *chatTurn {
 	if !v.ok || !in.AddGenerationPrompt || (len(in.Tools) > 0 && string(bytes.TrimSpace(in.Tools)) != "null") {
 		return nil
@@ -63,8 +65,8 @@ func (c *ChatTemplate) newTurn(pc *prefixCache, v *appendOnly, extra string, in 
 	if !ok {
 		return nil
 	}
-	role, ok := t.message(1, end)
-	if !ok {
+	role, _, _, err := plainRole(trimElement(raw, 1, end))
+	if err != nil {
 		return nil
 	}
 	t.headEnd, t.heads = endOf(raw, end), 1
@@ -76,7 +78,7 @@ func (c *ChatTemplate) newTurn(pc *prefixCache, v *appendOnly, extra string, in 
 		if !ok {
 			return nil
 		}
-		if r, ok := t.message(end+1, end2); !ok || r != "user" {
+		if r, _, _, err := plainRole(trimElement(raw, end+1, end2)); err != nil || r != "user" {
 			return nil
 		}
 		t.headEnd, t.heads = endOf(raw, end2), 2
@@ -90,7 +92,7 @@ func (c *ChatTemplate) newTurn(pc *prefixCache, v *appendOnly, extra string, in 
 // plain and its content holds none of the template's markers.
 func (t *chatTurn) message(start, end int) (string, bool) {
 	role, content, escaped, err := plainRole(trimElement(t.raw, start, end))
-	if err != nil || !cleanContent(content, escaped, t.c.markers) {
+	if err != nil || !cleanContent(content, escaped, &t.c.markers) {
 		return "", false
 	}
 	return role, true
@@ -163,9 +165,25 @@ func (t *chatTurn) render() (string, bool) {
 
 // remember keeps a full rendering of the turn for the next one.
 func (t *chatTurn) remember(out string) {
-	if t.headEnd == t.last || t.tail(t.headEnd, "assistant") {
+	if t.cleanHead() && (t.headEnd == t.last || t.tail(t.headEnd, "assistant")) {
 		t.keep(out, "", false)
 	}
+}
+
+// cleanHead reports whether the head messages' contents hold no marker.
+func (t *chatTurn) cleanHead() bool {
+	at := 1
+	for range t.heads {
+		end, _, ok := nextElement(t.raw, at)
+		if !ok {
+			return false
+		}
+		if _, ok := t.message(at, end); !ok {
+			return false
+		}
+		at = end + 1
+	}
+	return true
 }
 
 // keep stores out without its generation prompt as the prefix that ends

@@ -156,11 +156,22 @@ func TestChatIncrementalMarkers(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		checkRender(t, ct, probeInput(m[:n], true, nil))
 	}
+	// A head content that spells a marker, the other contents clean: the
+	// template marks the last message only after such a head.
+	marking, err := NewChatTemplate(`{% set mark = messages[0].content.startswith('<last>') %}{% for m in messages %}{{ m.role }}: {{ m.content }}`+
+		`{% if mark and loop.last %} (last){% endif %}{{ '\n' }}{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}`, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := []plainMessage{{"user", "<last> hi"}, {"assistant", "ok"}, {"user", "more"}, {"assistant", "fine"}, {"user", "end"}}
+	for _, n := range []int{1, 3, 5} {
+		checkRender(t, marking, probeInput(mark[:n], true, nil))
+	}
 	for _, c := range []struct {
 		content string
 		clean   bool
 	}{{"plain text < 3 and [x]", true}, {"a </think> b", false}, {"<tool_response>", false}, {"<|im_start|>", false}} {
-		if got := cleanContent([]byte(c.content), false, ct.markers); got != c.clean {
+		if got := cleanContent([]byte(c.content), false, &ct.markers); got != c.clean {
 			t.Errorf("%q clean %v", c.content, got)
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ardanlabs/jinja"
@@ -72,5 +74,46 @@ func TestPlainRole(t *testing.T) {
 	_, content, escaped, _ := plainRole([]byte(` { "content" : "x\"y" , "role" : "assistant" } `))
 	if string(content) != `x\"y` || !escaped {
 		t.Errorf("content %q, escaped %v", content, escaped)
+	}
+}
+
+// TestNextElement splits random arrays (strings with quotes, backslash
+// runs and brackets, nested values) element by element and compares the
+// pieces with encoding/json's.
+func TestNextElement(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{`"`, `\`, `\\`, `\"`, `[`, `]`, `{`, `}`, `,`, `a`, ` `, "\n", `日`}
+	str := func() string {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for range 500 {
+		var arr []any
+		for range 1 + r.IntN(5) {
+			switch r.IntN(3) {
+			case 0:
+				arr = append(arr, str())
+			case 1:
+				arr = append(arr, map[string]any{"role": str(), "content": []any{str(), 1.5}})
+			default:
+				arr = append(arr, []any{str(), map[string]any{str(): str()}})
+			}
+		}
+		raw, _ := json.MarshalIndent(arr, "", " ")
+		var want []json.RawMessage
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		at := 1
+		for i := range want {
+			end, more, ok := nextElement(raw, at)
+			if !ok || more != (i < len(want)-1) || string(trimElement(raw, at, end)) != string(want[i]) {
+				t.Fatalf("%s: element %d: %q, more %v, ok %v", raw, i, trimElement(raw, at, max(end, at)), more, ok)
+			}
+			at = end + 1
+		}
 	}
 }

@@ -27,11 +27,18 @@ import (
 // markupChars are the characters that make a literal markup.
 const markupChars = "<>[]|"
 
+// markerSet is a template's markers, and a markup character of each (a
+// content with none of these characters holds no marker).
+type markerSet struct {
+	list  [][]byte
+	chars []byte
+}
+
 // templateMarkers returns the markup literals of a template's source: its
 // quoted strings inside {{ }} and {% %}, unescaped, trimmed, without
 // duplicates.
-func templateMarkers(source string) [][]byte {
-	var out [][]byte
+func templateMarkers(source string) markerSet {
+	var out markerSet
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(source); i++ {
 		if source[i] != '{' || (source[i+1] != '{' && source[i+1] != '%') {
@@ -47,7 +54,10 @@ func templateMarkers(source string) [][]byte {
 				lit, end := jinjaString(source, i)
 				if m := strings.TrimSpace(lit); strings.ContainsAny(m, markupChars) && !seen[m] {
 					seen[m] = true
-					out = append(out, []byte(m))
+					out.list = append(out.list, []byte(m))
+					if c := m[strings.IndexAny(m, markupChars)]; bytes.IndexByte(out.chars, c) < 0 {
+						out.chars = append(out.chars, c)
+					}
 				}
 				i = end
 				continue
@@ -90,13 +100,13 @@ func jinjaString(source string, at int) (string, int) {
 
 // cleanContent reports whether a message content, the JSON string body
 // between its quotes, holds none of markers. Only a \u escape can spell a
-// markup character, so a body with other escapes and no markup character
-// is clean as it is; the others are unescaped first.
-func cleanContent(body []byte, escaped bool, markers [][]byte) bool {
-	if len(markers) == 0 {
+// markup character, so a body with other escapes and none of the markers'
+// characters is clean as it is; the others are unescaped first.
+func cleanContent(body []byte, escaped bool, markers *markerSet) bool {
+	if len(markers.list) == 0 {
 		return true
 	}
-	if !bytes.ContainsAny(body, markupChars) && (!escaped || !bytes.Contains(body, []byte(`\u`))) {
+	if !markers.anyChar(body) && (!escaped || !bytes.Contains(body, []byte(`\u`))) {
 		return true
 	}
 	if escaped {
@@ -105,12 +115,22 @@ func cleanContent(body []byte, escaped bool, markers [][]byte) bool {
 			return false
 		}
 	}
-	for _, m := range markers {
+	for _, m := range markers.list {
 		if bytes.Contains(body, m) {
 			return false
 		}
 	}
 	return true
+}
+
+// anyChar reports whether b holds one of the markers' characters.
+func (m *markerSet) anyChar(b []byte) bool {
+	for _, c := range m.chars {
+		if bytes.IndexByte(b, c) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // unescapeJSON appends the text of a JSON string body to dst; ok is false

@@ -183,7 +183,7 @@ func (c *ChatTemplate) probeTurns(trial *appendOnly, convs [][]plainMessage, ext
 // clean reports whether no content of m holds a marker of the template.
 func (c *ChatTemplate) clean(m []plainMessage) bool {
 	for _, msg := range m {
-		if !cleanContent([]byte(msg.Content), false, c.markers) {
+		if !cleanContent([]byte(msg.Content), false, &c.markers) {
 			return false
 		}
 	}

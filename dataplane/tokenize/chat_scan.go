@@ -1,6 +1,9 @@
 package tokenize
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
 // errNotPlain is why a conversation leaves the incremental render: it is
 // not one of the shapes the template's probes proved append-only.
@@ -12,24 +15,16 @@ var errNotPlain = errors.New("tokenize: not a plain conversation")
 // is not a well-formed array at the level of brackets and strings (the
 // JSON decoder checks the rest) or the element is empty.
 func nextElement(raw []byte, from int) (end int, more, ok bool) {
-	depth, inString, escaped, started := 0, false, false, false
+	depth, started := 0, false
 	for i := from; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
+		switch c := raw[i]; c {
 		case ' ', '\t', '\n', '\r':
 		case '"':
-			inString, started = true, true
+			close, _ := stringEnd(raw, i+1)
+			if close < 0 {
+				return 0, false, false
+			}
+			i, started = close, true
 		case '{', '[':
 			depth++
 			started = true
@@ -48,6 +43,27 @@ func nextElement(raw []byte, from int) (end int, more, ok bool) {
 		}
 	}
 	return 0, false, false
+}
+
+// stringEnd returns the offset of the '"' that closes the JSON string
+// whose body starts at raw[from], or -1, and whether the body holds a
+// backslash. It jumps from quote to quote (a quote is escaped when an odd
+// run of backslashes precedes it), so long strings scan at memory speed.
+func stringEnd(raw []byte, from int) (int, bool) {
+	for i := from; ; {
+		k := bytes.IndexByte(raw[i:], '"')
+		if k < 0 {
+			return -1, false
+		}
+		q, n := i+k, 0
+		for q-1-n >= from && raw[q-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return q, bytes.IndexByte(raw[from:q], '\\') >= 0
+		}
+		i = q + 1
+	}
 }
 
 // trimElement returns raw[start:end] without surrounding whitespace.
@@ -104,18 +120,13 @@ func plainRole(raw []byte) (role string, content []byte, escaped bool, err error
 		if i >= len(raw) || raw[i] != '"' {
 			return nil, false, false
 		}
-		start, plain := i+1, true
-		for i++; i < len(raw); i++ {
-			switch raw[i] {
-			case '"':
-				i++
-				return raw[start : i-1], plain, true
-			case '\\':
-				plain = false
-				i++
-			}
+		start := i + 1
+		end, escaped := stringEnd(raw, start)
+		if end < 0 {
+			return nil, false, false
 		}
-		return nil, false, false
+		i = end + 1
+		return raw[start:end], !escaped, true
 	}
 	skip()
 	if i >= len(raw) || raw[i] != '{' {
