@@ -45,7 +45,9 @@ type Engine struct {
 	Disagg Disagg
 	// Multimodal says the engine serves a vision model: GENERATEs with
 	// images are forwarded (multimodal.go) and FeatureMultimodal announced.
+	// Renders, when set, keeps the images vLLM processed for later turns.
 	Multimodal bool
+	Renders    *RenderCache
 
 	reqs bridgeutil.Requests
 }

@@ -196,30 +196,79 @@ func tokensRequest(c *completionRequest, g *wire.Generate) *tokensInRequest {
 			LogitBias: c.LogitBias}}
 }
 
-// processed takes the render's processed tensors for req's images into
-// req, or says why they do not fit kvgate's prompt.
-func processed(r *renderResponse, req *tokensInRequest) error {
+// processedOf reads a render's n processed images, or says why it holds
+// something else.
+func processedOf(r *renderResponse, n int) ([]processed, error) {
 	f := r.Features
 	if f == nil {
-		return fmt.Errorf("the engine's render has no multimodal features: is the model multimodal?")
+		return nil, fmt.Errorf("the engine's render has no multimodal features: is the model multimodal?")
 	}
-	want := req.Features.MMPlaceholders["image"]
-	n := len(want)
 	ph, kw := f.MMPlaceholders["image"], f.KwargsData["image"]
 	if len(f.MMPlaceholders) != 1 || len(ph) != n || len(kw) != n {
-		return fmt.Errorf("the engine rendered %d placeholder runs and %d processed items for %d images", len(ph), len(kw), n)
+		return nil, fmt.Errorf("the engine rendered %d placeholder runs and %d processed items for %d images", len(ph), len(kw), n)
 	}
-	for i := range n {
-		if ph[i].Length != want[i].Length {
-			return fmt.Errorf("image %d: the engine's processor makes %d placeholder tokens, kvgate placed %d (different processor settings?)",
-				i, ph[i].Length, want[i].Length)
-		}
+	out := make([]processed, n)
+	for i := range out {
 		if kw[i] == nil {
-			return fmt.Errorf("image %d: the engine's render has no processed data", i)
+			return nil, fmt.Errorf("image %d: the engine's render has no processed data", i)
 		}
+		out[i] = processed{tokens: ph[i].Length, data: *kw[i]}
+	}
+	return out, nil
+}
+
+// fill takes the processed images into req, or says why they do not fit
+// kvgate's placement of them.
+func fill(req *tokensInRequest, ps []processed) error {
+	want := req.Features.MMPlaceholders["image"]
+	kw := make([]*string, len(ps))
+	for i := range ps {
+		if ps[i].tokens != want[i].Length {
+			return fmt.Errorf("image %d: the engine's processor makes %d placeholder tokens, kvgate placed %d (different processor settings?)",
+				i, ps[i].tokens, want[i].Length)
+		}
+		kw[i] = &ps[i].data
 	}
 	req.Features.KwargsData = map[string][]*string{"image": kw}
 	return nil
+}
+
+// render returns what the engine's processor makes of each image: those
+// e.Renders keeps from it, the others rendered in one call (and kept). On
+// failure the stream has failed.
+func (e *Engine) render(ctx context.Context, k serve.Key, model string, images []image) ([]processed, bool) {
+	out := make([]processed, len(images))
+	var miss []int
+	var todo []image
+	for i, im := range images {
+		p, ok := e.Renders.get(im.id)
+		if out[i] = p; !ok {
+			miss, todo = append(miss, i), append(todo, im)
+		}
+	}
+	if len(todo) == 0 {
+		return out, true
+	}
+	resp, ok := e.post(ctx, k, renderPath, renderOf(model, todo), -1)
+	if !ok {
+		return nil, false
+	}
+	var r renderResponse
+	err := json.NewDecoder(io.LimitReader(resp.Body, maxRenderBytes)).Decode(&r)
+	resp.Body.Close()
+	var ps []processed
+	if err == nil {
+		ps, err = processedOf(&r, len(todo))
+	}
+	if err != nil {
+		e.Out.Fail(k, wire.CodeStreamFailed, "rendering the images: "+err.Error())
+		return nil, false
+	}
+	for j, i := range miss {
+		out[i] = ps[j]
+		e.Renders.put(images[i].id, ps[j])
+	}
+	return out, true
 }
 
 // generateMultimodal starts a GENERATE with images.
@@ -244,21 +293,19 @@ func (e *Engine) generateMultimodal(k serve.Key, g *wire.Generate) error {
 // req and relays it.
 func (e *Engine) runMultimodal(ctx context.Context, k serve.Key, images []image, req *tokensInRequest, rank int) {
 	defer e.reqs.Done(k)
-	resp, ok := e.post(ctx, k, renderPath, renderOf(req.Model, images), -1)
+	ps, ok := e.render(ctx, k, req.Model, images)
 	if !ok {
 		return
 	}
-	var r renderResponse
-	err := json.NewDecoder(io.LimitReader(resp.Body, maxRenderBytes)).Decode(&r)
-	resp.Body.Close()
-	if err == nil {
-		err = processed(&r, req)
-	}
-	if err != nil {
+	if err := fill(req, ps); err != nil {
+		for _, im := range images {
+			e.Renders.drop(im.id) // maybe kept from an engine with other settings
+		}
 		e.Out.Fail(k, wire.CodeStreamFailed, "rendering the images: "+err.Error())
 		return
 	}
-	if resp, ok = e.post(ctx, k, generatePath, req, rank); !ok {
+	resp, ok := e.post(ctx, k, generatePath, req, rank)
+	if !ok {
 		return
 	}
 	defer resp.Body.Close()

@@ -58,7 +58,7 @@ func startMMRig(t *testing.T, placeholders func([]byte) int) *mmRig {
 	log := slog.New(slog.DiscardHandler)
 	r := &mmRig{f: f, h: hasher(t), index: kvstore.New(kvstore.Options{})}
 	e := vllm.NewEngine(f.URL, "m", nil, log)
-	e.Multimodal = true
+	e.Multimodal, e.Renders = true, vllm.NewRenderCache(1<<20)
 	r.b = vllm.NewBridge(e, vllm.NewTranslator(r.h, nil), 1, 1000)
 	srv := serve.New(serve.Config{Handshake: wire.Handshake{Role: wire.RoleEngine, ID: "bridge", BlockSize: 4, Models: []string{"m"},
 		Features: e.Features()}, Logger: log}, r.b)
@@ -269,6 +269,10 @@ func TestMultimodalRefusals(t *testing.T) {
 	if n := len(r.f.Requests()); n != 0 {
 		t.Fatalf("%d requests reached the tokens-in endpoint", n)
 	}
+	// The render that disagreed is not kept: the image is rendered again.
+	if _, e := r.generate(t, 3, short, []wire.MediaItem{media}, []wire.MMItem{mm}); e == nil || !slices.Equal(r.f.Renders(), []int{1, 1}) {
+		t.Fatalf("again: %+v, renders %v, want the image rendered again", e, r.f.Renders())
+	}
 	media, mm = image([]byte("an image"), 3)
 	g := &wire.Generate{RequestID: []byte("lp"), Model: []byte("m"), MaxTokens: 3, TopP: 1, Flags: wire.GenSampling,
 		Sampling: wire.Sampling{Flags: wire.SampleLogprobs, TopLogprobs: 2, RepetitionPenalty: 1},
@@ -379,6 +383,9 @@ func TestMultimodalTurns(t *testing.T) {
 	turn2 = append(append(turn2, slices.Repeat([]uint32{9}, imageTokens)...), 41, 42, 43, 44, 45)
 	if _, e := r.generate(t, 2, turn2, []wire.MediaItem{long, second}, []wire.MMItem{mmLong, mmSecond}); e != nil {
 		t.Fatalf("turn 2: ERROR %v %q", e.Code, e.Message)
+	}
+	if got := r.f.Renders(); !slices.Equal(got, []int{1, 1}) {
+		t.Fatalf("renders of %v images, want turn 2's first image taken from the bridge's cache", got)
 	}
 	if n := r.f.Blocks() - before; n != len(turn2)/4 {
 		t.Fatalf("the engine holds %d blocks of the two turns, want turn 2's %d (turn 1's shared)", n, len(turn2)/4)

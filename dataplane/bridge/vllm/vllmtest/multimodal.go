@@ -42,6 +42,8 @@ type mmState struct {
 	// images maps each identifier served to the sha256 of the image whose
 	// processed data came with it.
 	images map[string][32]byte
+	// renders counts the images of each render call.
+	renders []int
 }
 
 // WithMultimodal makes the fake a vision model whose processor gives an
@@ -67,6 +69,13 @@ func (f *Fake) ImageOf(identifier string) ([32]byte, bool) {
 	defer f.mu.Unlock()
 	d, ok := f.mm.images[identifier]
 	return d, ok
+}
+
+// Renders returns the number of images of each render call so far.
+func (f *Fake) Renders() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.mm.renders)
 }
 
 // processedItem is the fake's stand-in for a processed image: vLLM sends
@@ -141,6 +150,9 @@ func (f *Fake) render(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	toks = append(toks, renderAssistant)
+	f.mu.Lock()
+	f.mm.renders = append(f.mm.renders, len(hashes))
+	f.mu.Unlock()
 	var features any
 	if len(hashes) > 0 {
 		features = map[string]any{"mm_hashes": map[string]any{"image": hashes}, "mm_placeholders": map[string]any{"image": places},
