@@ -121,10 +121,10 @@ func kvgateKey(id, lora string) (uint64, bool) {
 	return binary.BigEndian.Uint64(b[8:]), true
 }
 
-// translateMM turns a block's items into kvgate's, or reports false when
-// one is not a kvgate id or its offset is out of kvgate's range.
-func translateMM(keys []MMKey, lora string) ([]kvstore.BlockMM, bool) {
-	out := make([]kvstore.BlockMM, 0, len(keys))
+// translateMM appends a block's items as kvgate's to dst, or reports false
+// when one is not a kvgate id or its offset is out of kvgate's range.
+func translateMM(dst []kvstore.BlockMM, keys []MMKey, lora string) ([]kvstore.BlockMM, bool) {
+	out := dst
 	for _, k := range keys {
 		key, ok := kvgateKey(k.Identifier, lora)
 		if !ok || k.Offset < math.MinInt32 || k.Offset > math.MaxInt32 {
@@ -149,7 +149,8 @@ func (t *Translator) indexable(ev *Event, i int, extra Extra) bool {
 	if ev.BlockSize != t.h.BlockSize() || i >= len(ev.MMKeys) || len(ev.MMKeys[i]) == 0 {
 		return false
 	}
-	_, ok := translateMM(ev.MMKeys[i], ev.LoRAName)
+	var buf [4]kvstore.BlockMM
+	_, ok := translateMM(buf[:0], ev.MMKeys[i], ev.LoRAName)
 	return ok
 }
 
@@ -171,9 +172,9 @@ func (t *Translator) chain(ev *Event, n int, parent uint64, hasParent bool, keys
 	}
 	out := make([]uint64, 0, n)
 	for i := range n {
-		x.MM = nil
+		x.MM = x.MM[:0]
 		if i < len(ev.MMKeys) {
-			x.MM, _ = translateMM(ev.MMKeys[i], ev.LoRAName)
+			x.MM, _ = translateMM(x.MM, ev.MMKeys[i], ev.LoRAName)
 		}
 		h, err := t.h.HashBlock(parent, toks[i*ev.BlockSize:(i+1)*ev.BlockSize], &x)
 		if err != nil {

@@ -1,6 +1,7 @@
 package vllm_test
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -142,6 +143,40 @@ func TestMMForeignIdentifiers(t *testing.T) {
 			}
 			if s := tr.Skipped(); s != (vllm.Skipped{Multimodal: 2}) {
 				t.Fatalf("skipped %+v", s)
+			}
+		})
+	}
+}
+
+// BenchmarkTranslateImage: translating a 1,024-token prompt's BlockStored
+// (64 blocks of 16) whose tokens 16..1015 are an image, against the same
+// event without the image: HashBlock per block against one Chain.
+func BenchmarkTranslateImage(b *testing.B) {
+	h, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 16, Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, withImage := range []bool{false, true} {
+		ev := vllm.Event{Kind: vllm.BlockStored, BlockSize: 16, Medium: "GPU", TokenIDs: prompt(1024)}
+		for i := range 64 {
+			ev.BlockHashes = append(ev.BlockHashes, vllmtest.IntHash(uint64(i+1)))
+		}
+		if withImage {
+			ev.ExtraKeys, ev.MMKeys = make([]vllm.Extra, 64), make([][]vllm.MMKey, 64)
+			for i := range 64 {
+				if lo := 16 * i; lo < 1016 && lo+16 > 16 {
+					ev.ExtraKeys[i], ev.MMKeys[i] = vllm.ExtraMultimodal, []vllm.MMKey{{Identifier: mmX, Offset: 16 - lo}}
+				}
+			}
+		}
+		b.Run(fmt.Sprintf("image=%v", withImage), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(4 * 1024)
+			tr := vllm.NewTranslator(h, nil)
+			for b.Loop() {
+				if out := tr.Apply(0, []vllm.Event{ev}); len(out) != 1 || out[0].Hashes.Len() != 64 {
+					b.Fatalf("translated %+v (skipped %+v)", out, tr.Skipped())
+				}
 			}
 		})
 	}
