@@ -18,12 +18,12 @@ type AnthropicEncoder struct {
 	// PromptTokens goes into message_start's usage, before the engine
 	// reports it.
 	PromptTokens uint32
-	blocks       []any // a whole response's content
-	open         int   // blocks started in a stream
+	blocks       []anthropicBlock // a whole response's content
+	text         []byte           // the whole response's blocks' texts, one after another
+	open         int              // blocks started in a stream
 	kind         PieceKind
 	inBlock      bool
 	calls        int
-	all          Collect
 }
 
 // Streaming implements Encoder.
@@ -120,46 +120,15 @@ func (o *AnthropicEncoder) Delta(dst []byte, p Piece) []byte {
 	return append(dst, `,"type":"content_block_delta"}`+"\n\n"...)
 }
 
-// addBlock gathers a whole response's blocks in order.
+// addBlock gathers a whole response's blocks in order: a piece of
+// another kind, or a tool call's first piece, begins a block.
 func (o *AnthropicEncoder) addBlock(p Piece) {
-	if o.inBlock && p.Kind == o.kind && p.Name == "" {
-		o.all.Add(p)
-		return
+	if !o.inBlock || p.Kind != o.kind || p.Name != "" {
+		o.inBlock, o.kind = true, p.Kind
+		o.blocks = append(o.blocks, anthropicBlock{kind: p.Kind, name: p.Name, start: len(o.text)})
 	}
-	o.flushBlock()
-	o.inBlock, o.kind, o.all = true, p.Kind, Collect{}
-	o.all.Add(p)
-}
-
-func (o *AnthropicEncoder) flushBlock() {
-	if !o.inBlock {
-		return
-	}
-	switch o.kind {
-	case PieceReasoning:
-		o.blocks = append(o.blocks, map[string]any{"type": "thinking", "thinking": string(o.all.Reasoning), "signature": ""})
-	case PieceToolCall:
-		c := o.all.Calls[0]
-		if !json.Valid([]byte(c.Arguments)) { // parsers never give these; never an empty body
-			o.blocks = append(o.blocks, map[string]any{"type": "text", "text": c.Arguments})
-			break
-		}
-		o.blocks = append(o.blocks, map[string]any{"type": "tool_use", "id": o.toolID(len(o.blocksOf("tool_use"))),
-			"name": c.Name, "input": json.RawMessage(c.Arguments)})
-	default:
-		o.blocks = append(o.blocks, map[string]any{"type": "text", "text": string(o.all.Text)})
-	}
-	o.inBlock = false
-}
-
-func (o *AnthropicEncoder) blocksOf(kind string) []any {
-	var out []any
-	for _, b := range o.blocks {
-		if b.(map[string]any)["type"] == kind {
-			out = append(out, b)
-		}
-	}
-	return out
+	o.text = append(o.text, p.Text...)
+	o.blocks[len(o.blocks)-1].end = len(o.text)
 }
 
 // stopReason is Anthropic's stop_reason.
@@ -177,17 +146,13 @@ func (o *AnthropicEncoder) stopReason(e End) string {
 
 // Close implements Encoder.
 func (o *AnthropicEncoder) Close(dst []byte, e End) []byte {
+	if !o.Stream {
+		o.inBlock = false
+		return o.appendBody(dst, e)
+	}
 	var seq any
 	if e.StopSequence != "" {
 		seq = e.StopSequence
-	}
-	if !o.Stream {
-		o.flushBlock()
-		if len(o.blocks) == 0 {
-			o.blocks = []any{map[string]any{"type": "text", "text": ""}}
-		}
-		b, _ := json.Marshal(o.message(o.blocks, o.stopReason(e), seq, e.Usage))
-		return append(dst, b...)
 	}
 	if o.open == 0 {
 		dst = o.startBlock(dst, Piece{Kind: PieceText})
