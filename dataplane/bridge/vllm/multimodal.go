@@ -39,7 +39,13 @@ import (
 // (GenerateRequest, MultiModalFeatures, PlaceholderRangeInfo). A vLLM
 // placeholder run whose length differs from kvgate's MMItem fails the
 // stream: kvgate's processor rule and the engine's disagree, and the
-// blocks would be hashed over the wrong tokens.
+// blocks would be hashed over the wrong tokens. So does a render without
+// kwargs_data (vLLM's first render endpoint, render/serving.py at
+// 9f0eedbc7393c6fbd331caed7224d43ba79d1ebc, returned metadata only), and
+// vLLM without the endpoints answers 404. The runs carry no is_embed mask
+// (the newest PlaceholderRangeInfo has one; the render above fills none):
+// models whose run holds non-embedding tokens (Gemma 3's and Llama 4's
+// image start and end) fail in vLLM on this path.
 
 // renderPath and generatePath are vLLM's render and tokens-in endpoints.
 const (
