@@ -331,3 +331,20 @@ func TestChatIncrementalTenants(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixCacheKeepsHotPrefix: conversations that all continue one
+// remembered turn (one start, then replies of their own) fill its bucket;
+// the turn they continue stays, the bucket drops the least used.
+func TestPrefixCacheKeepsHotPrefix(t *testing.T) {
+	pc := newPrefixCache(1 << 20)
+	start := `[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"},{"role":"user","content":"Go on"}`
+	hot := &chatPrefix{raw: []byte(start), headEnd: strings.IndexByte(start, '}') + 1, text: "hot"}
+	pc.put(hot)
+	for i := range 3 * prefixBucketMax {
+		raw := []byte(fmt.Sprintf(`%s,{"role":"assistant","content":"%d"}`, start, i))
+		if got := pc.longest("", append(raw, ']'), hot.headEnd); got != hot {
+			t.Fatalf("turn %d: found %v, want the hot prefix", i, got)
+		}
+		pc.put(&chatPrefix{raw: raw, headEnd: hot.headEnd, text: "turn"})
+	}
+}

@@ -30,7 +30,8 @@ type chatPrefix struct {
 
 	key    uint64
 	el     *list.Element
-	cached bool // in the cache (put and not dropped)
+	cached bool   // in the cache (put and not dropped)
+	used   uint64 // the cache's clock when last put or found
 }
 
 // size is what p holds, in bytes, its ids included once attached; it is
@@ -53,6 +54,7 @@ type prefixCache struct {
 	bytes   int
 	lru     list.List // of *chatPrefix, most recent at the front
 	buckets map[uint64][]*chatPrefix
+	clock   uint64 // counts puts and hits
 }
 
 const (
@@ -116,6 +118,8 @@ func (c *prefixCache) longest(extra string, raw []byte, headEnd int) *chatPrefix
 	}
 	if best != nil {
 		c.lru.MoveToFront(best.el)
+		c.clock++
+		best.used = c.clock
 	}
 	return best
 }
@@ -136,14 +140,27 @@ func (c *prefixCache) put(p *chatPrefix) {
 		}
 	}
 	if b = c.buckets[p.key]; len(b) >= prefixBucketMax {
-		c.drop(b[0]) // the bucket's oldest
+		c.drop(leastUsed(b))
 	}
-	p.el, p.cached = c.lru.PushFront(p), true
+	c.clock++
+	p.el, p.cached, p.used = c.lru.PushFront(p), true, c.clock
 	c.buckets[p.key] = append(c.buckets[p.key], p)
 	c.bytes += p.size()
 	for c.bytes > c.max {
 		c.drop(c.lru.Back().Value.(*chatPrefix))
 	}
+}
+
+// leastUsed is the prefix of b put or found longest ago: many
+// conversations that share their start keep the one they all continue.
+func leastUsed(b []*chatPrefix) *chatPrefix {
+	least := b[0]
+	for _, p := range b[1:] {
+		if p.used < least.used {
+			least = p
+		}
+	}
+	return least
 }
 
 func (c *prefixCache) drop(p *chatPrefix) {
