@@ -1,9 +1,6 @@
 package api
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "strconv"
 
 // ResponsesEncoder encodes OpenAI Responses API answers and their typed
 // event stream: response.created and response.in_progress, then per
@@ -18,10 +15,11 @@ type ResponsesEncoder struct {
 	Stream    bool
 	// PromptTokens goes into the stream's opening events.
 	PromptTokens uint32
-	items        []map[string]any
+	items        []map[string]any // a stream's items
+	whole        []responsesItem  // a whole response's items
 	kind         PieceKind
 	inItem       bool
-	text         []byte // the open item's text or arguments
+	text         []byte // a stream's open item's text or arguments; a whole response's items' texts, one after another
 	seq          int
 	calls        int
 }
@@ -90,6 +88,10 @@ func (o *ResponsesEncoder) item(status string, p Piece) map[string]any {
 
 // Delta implements Encoder.
 func (o *ResponsesEncoder) Delta(dst []byte, p Piece) []byte {
+	if !o.Stream {
+		o.addItem(p)
+		return dst
+	}
 	if !o.inItem || p.Kind != o.kind || p.Name != "" {
 		dst = o.closeItem(dst)
 		o.inItem, o.kind, o.text = true, p.Kind, o.text[:0]
@@ -98,12 +100,10 @@ func (o *ResponsesEncoder) Delta(dst []byte, p Piece) []byte {
 			o.calls++
 		}
 		o.items[len(o.items)-1] = o.item("in_progress", p)
-		if o.Stream {
-			dst = o.openEvents(dst)
-		}
+		dst = o.openEvents(dst)
 	}
 	o.text = append(o.text, p.Text...)
-	if !o.Stream || p.Text == "" {
+	if p.Text == "" {
 		return dst
 	}
 	idx := len(o.items) - 1
@@ -166,9 +166,6 @@ func (o *ResponsesEncoder) closeItem(dst []byte) []byte {
 	done := o.item("completed", Piece{Name: name, Index: o.calls - 1})
 	done["id"] = open["id"]
 	o.items[idx] = done
-	if !o.Stream {
-		return dst
-	}
 	id := done["id"]
 	switch o.kind {
 	case PieceReasoning:
@@ -187,14 +184,17 @@ func (o *ResponsesEncoder) closeItem(dst []byte) []byte {
 
 // Close implements Encoder.
 func (o *ResponsesEncoder) Close(dst []byte, e End) []byte {
+	if !o.Stream {
+		if len(o.whole) == 0 {
+			o.addItem(Piece{Kind: PieceText})
+		}
+		o.inItem = false
+		return o.appendBody(dst, e)
+	}
 	if len(o.items) == 0 {
 		dst = o.Delta(dst, Piece{Kind: PieceText})
 	}
 	dst = o.closeItem(dst)
-	if !o.Stream {
-		b, _ := json.Marshal(o.response("completed", &e))
-		return append(dst, b...)
-	}
 	status := "completed"
 	if e.Finish == FinishLength {
 		status = "incomplete"
