@@ -17,9 +17,13 @@ import (
 // hand-off costs the client nothing (the request is routed again); after
 // it, a failure of either side (the prefill engine ending before the KV
 // reached the decode engine, the decode engine failing or never
-// answering within FirstTokenTimeout) ends the client's stream with an
+// answering within TransferTimeout) ends the client's stream with an
 // in-stream error, cancels the other side and releases both
-// reservations (Decision.Done releases the prefill side too).
+// reservations (Decision.Done releases the prefill side too). That wait
+// for the decode side is no longer than the prefill engine keeps the KV
+// (route.HandoffDeadline): a transfer that never lands (a lost RDMA
+// read, a decode engine that hangs) must not outlast it; the decode
+// GENERATE carries it as its deadline.
 
 // prefillEngineHeader names the prefill engine of a disaggregated
 // response, beside x-kvgate-engine (the decode engine).
@@ -42,7 +46,7 @@ type split struct {
 // Outcomes of a hand-off's KV transfer (kvgate_disagg_transfers_total):
 // the decode engine's first frame came (ok); the prefill engine ended, or
 // the decode engine failed, before it (failed); it did not come within
-// FirstTokenTimeout (timeout); the client left first (cancelled).
+// the transfer timeout (timeout); the client left first (cancelled).
 const (
 	transferOK        = "ok"
 	transferFailed    = "failed"
@@ -190,7 +194,7 @@ func (sp *split) handOff(out sink, ev engine.Event) (status int, retry bool, err
 	}
 	dgen.KVTransfer = ev.KVTransfer
 	dgen.Flags |= wire.GenHandoff
-	dgen.Handoff = wire.Handoff{Side: wire.HandoffDecode, DeadlineMillis: uint32(max(g.FirstTokenTimeout/time.Millisecond, 1)),
+	dgen.Handoff = wire.Handoff{Side: wire.HandoffDecode, DeadlineMillis: uint32(max(g.transferTimeout()/time.Millisecond, 1)),
 		Peer: []byte(sp.pd.Engine.Info().ID)}
 	if dgen.Flags&wire.GenTrace != 0 && sp.d.Engine.Features()&wire.FeatureTrace == 0 {
 		dgen.Flags &^= wire.GenTrace
@@ -218,7 +222,7 @@ func (sp *split) handOff(out sink, ev engine.Event) (status int, retry bool, err
 // once the decode engine's first frame says the KV arrived.
 func (sp *split) follow() (status int, retry bool, err error) {
 	g, a := sp.g, sp.a
-	transfer := time.NewTimer(g.FirstTokenTimeout)
+	transfer := time.NewTimer(g.transferTimeout())
 	defer transfer.Stop()
 	for {
 		select {
@@ -267,6 +271,16 @@ func (sp *split) follow() (status int, retry bool, err error) {
 		}
 		sp.ds.Release(evs)
 	}
+}
+
+// transferTimeout is how long a hand-off waits for the decode engine's
+// first frame (Gateway.TransferTimeout).
+func (g *Gateway) transferTimeout() time.Duration {
+	t := g.TransferTimeout
+	if t <= 0 {
+		t = g.FirstTokenTimeout
+	}
+	return min(t, route.HandoffDeadline)
 }
 
 // prefillReady is the prefill stream's signal until it is released.

@@ -33,6 +33,24 @@ type splitFleet struct {
 
 func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...func(*sim.Config)) *splitFleet {
 	t.Helper()
+	o := splitOpts{decode: decodeMod}
+	if len(prefillMod) > 0 {
+		o.prefill = prefillMod[0]
+	}
+	return startSplitFleetWith(t, o)
+}
+
+// splitOpts shape a splitFleet: changes to each simulated engine's
+// configuration, a decode engine of the test's own at decodeAddr instead
+// of a simulated one, and changes to the gateway.
+type splitOpts struct {
+	prefill, decode func(*sim.Config)
+	decodeAddr      string
+	gateway         func(*Gateway)
+}
+
+func startSplitFleetWith(t *testing.T, o splitOpts) *splitFleet {
+	t.Helper()
 	tok, err := tokenize.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -40,14 +58,18 @@ func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...fu
 	f := &splitFleet{}
 	var addrs []string
 	for _, role := range []wire.EngineRole{wire.RolePrefill, wire.RoleDecode} {
+		if role == wire.RoleDecode && o.decodeAddr != "" {
+			addrs = append(addrs, o.decodeAddr)
+			continue
+		}
 		cfg := sim.DefaultConfig()
 		cfg.ID, cfg.Rank.Model, cfg.Rank.Profile = role.String()+"-0", model, sim.ZeroProfile
 		cfg.Rank.NoRandomEOS, cfg.Rank.Disagg.Role = true, role
-		if role == wire.RoleDecode && decodeMod != nil {
-			decodeMod(&cfg)
+		if role == wire.RoleDecode && o.decode != nil {
+			o.decode(&cfg)
 		}
-		if role == wire.RolePrefill && len(prefillMod) > 0 {
-			prefillMod[0](&cfg)
+		if role == wire.RolePrefill && o.prefill != nil {
+			o.prefill(&cfg)
 		}
 		s, addr := simtest.Serve(t, cfg)
 		addrs = append(addrs, addr)
@@ -78,6 +100,9 @@ func startSplitFleet(t *testing.T, decodeMod func(*sim.Config), prefillMod ...fu
 		Retries: 1, FirstTokenTimeout: time.Minute}
 	f.reg = prometheus.NewRegistry()
 	g.Metrics = NewMetrics(f.reg)
+	if o.gateway != nil {
+		o.gateway(g)
+	}
 	f.testGateway = serveGateway(t, g, logs)
 	return f
 }
@@ -187,11 +212,11 @@ func TestSplitTransferFails(t *testing.T) {
 // before its KV reached the decode engine, ends the client's stream with
 // an in-stream error and cancels the decode side.
 func TestSplitPrefillDies(t *testing.T) {
-	// The link's latency keeps the KV in flight for 50 s, just inside the
-	// hand-off deadline (the gateway's one-minute FirstTokenTimeout, past
-	// which the decode engine refuses the transfer), so even a slow machine
-	// kills the prefill engine before the KV arrives.
-	f := startSplitFleet(t, func(c *sim.Config) { c.Rank.Disagg.Link = sim.TierLink{GBps: 25, Latency: 50 * time.Second} })
+	// The link's latency keeps the KV in flight for 25 s, inside the
+	// hand-off deadline (route.HandoffDeadline, 30 s, past which the decode
+	// engine refuses the transfer), so even a slow machine kills the
+	// prefill engine before the KV arrives.
+	f := startSplitFleet(t, func(c *sim.Config) { c.Rank.Disagg.Link = sim.TierLink{GBps: 25, Latency: 25 * time.Second} })
 	body := `{"model":"` + model + `","prompt":"` + longPrompt(3) + `","max_tokens":20,"stream":true}`
 	req, _ := http.NewRequest("POST", f.base+"/v1/completions", strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)

@@ -48,6 +48,10 @@ type Gateway struct {
 	Retries int
 	// FirstTokenTimeout bounds the wait for the first token (504 after).
 	FirstTokenTimeout time.Duration
+	// TransferTimeout bounds a disaggregated request's wait, from its
+	// hand-off, for the decode engine's first frame (disagg.go; 0:
+	// FirstTokenTimeout), at most route.HandoffDeadline.
+	TransferTimeout time.Duration
 	// Metrics counts requests and their latency; nil counts nothing.
 	Metrics *Metrics
 	// Passthrough holds the HTTP engines (--http-engine), nil without.
