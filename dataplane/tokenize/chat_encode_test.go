@@ -214,3 +214,44 @@ func TestChatEncodeCutMargin(t *testing.T) {
 		t.Fatal("no turn reused ids")
 	}
 }
+
+// TestChatEncodeConcurrent serves the same conversations turn by turn
+// from four goroutines at once (they continue, remember and attach ids
+// to the same prefixes); every turn's ids equal a full encode. Run it
+// with -race.
+func TestChatEncodeConcurrent(t *testing.T) {
+	tok, err := loadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	convs := make([][]plainMessage, 8)
+	for i := range convs {
+		convs[i] = randomConversation(r, 8, i%2 == 0)
+		for k := range convs[i] {
+			convs[i][k].Content = strings.Repeat(convs[i][k].Content+"and some more words ", 20)
+		}
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for _, m := range convs {
+				for n := 1; n <= len(m); n++ {
+					in := probeInput(m[:n], true, nil)
+					got, text, err := tok.EncodeChat(nil, in)
+					want, wantErr := tok.Chat().renderFull(in)
+					if err != nil || wantErr != nil || text != want || !slices.Equal(got, tok.Encode(nil, want, false)) {
+						errs <- fmt.Errorf("goroutine %d, %d messages: %v, %v, text equal %v", g, n, err, wantErr, text == want)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
