@@ -30,9 +30,12 @@ import (
 type writeQueue struct {
 	mu     sync.Mutex
 	buf    []byte // queued, not yet given to gnet
-	spare  []byte // the buffer last written, for the next bytes
 	listed bool   // on the flusher's list
 	end    func() // after buf is written: the response's end (flushEnd)
+	// out is the loop's own, not under mu: the buffer it writes, which
+	// becomes buf again at the next swap (gnet keeps what the socket
+	// did not take in its own buffer).
+	out []byte
 }
 
 // flusher is an event loop's list of connections with queued bytes.
@@ -93,9 +96,9 @@ func (st *connState) flush() {
 	q := &st.q
 	q.mu.Lock()
 	b, end := q.buf, q.end
-	q.buf, q.spare, q.end, q.listed = q.spare[:0], nil, nil, false
+	q.buf, q.out, q.end, q.listed = q.out[:0], b, nil, false
 	if end != nil {
-		q.buf = nil // the response is over: idle connections keep no buffers
+		q.buf, q.out = nil, nil // the response is over: idle connections keep no buffers
 	}
 	q.mu.Unlock()
 	if len(b) > 0 && !st.closed.Load() { // closed is set on this loop: a closed conn is never written
@@ -105,13 +108,7 @@ func (st *connState) flush() {
 	st.pending.Add(-int64(len(b)))
 	if end != nil {
 		end()
-		return
 	}
-	q.mu.Lock()
-	if q.spare == nil {
-		q.spare = b[:0]
-	}
-	q.mu.Unlock()
 }
 
 // queue appends b to the connection's write queue; when asChunk, as one
@@ -146,17 +143,11 @@ func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
 }
 
 // flushEnd queues end to run on the loop once everything queued before it
-// is written (at once, on the handler's goroutine, when nothing is).
+// is written; the loop then drops the connection's buffers.
 func (w *ResponseWriter) flushEnd(end func()) {
 	st := w.st
 	q := &st.q
 	q.mu.Lock()
-	if !q.listed && len(q.buf) == 0 {
-		q.buf, q.spare = nil, nil
-		q.mu.Unlock()
-		end()
-		return
-	}
 	q.end = end
 	list := !q.listed
 	q.listed = true
