@@ -194,17 +194,18 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 	timeout := time.NewTimer(g.FirstTokenTimeout)
 	defer timeout.Stop()
 	for {
+		firstToken := timeout.C
+		if a.started {
+			firstToken = nil // a nil channel's case is left out: a wait per event locks two channels, not three
+		}
 		select {
 		case <-s.Ready():
 		case <-out.goneC():
 			s.Cancel(wire.CancelClientGone)
 			return out.gone(), false, nil
-		case <-timeout.C:
-			if !a.started {
-				s.Cancel(wire.CancelTimeout)
-				return req.fail(out, &api.Error{Status: 504, Message: "no first token from the engine in time"}), false, nil
-			}
-			continue
+		case <-firstToken:
+			s.Cancel(wire.CancelTimeout)
+			return req.fail(out, &api.Error{Status: 504, Message: "no first token from the engine in time"}), false, nil
 		}
 		evs := s.Take()
 		for _, ev := range evs {
@@ -233,6 +234,7 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 			}
 			return a.req.fail(a.out, engineError(ev.Err)), false, nil, true
 		}
+		a.d.Done() // as at any end: released before the client can see the end of its response
 		return a.req.fail(a.out, &api.Error{Status: 502, Message: "engine failed mid-stream: " + ev.Err.Error()}), false, nil, true
 	}
 	if ev.First {
