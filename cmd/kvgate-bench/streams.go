@@ -22,7 +22,7 @@ func cmdStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	o := streambench.Defaults()
 	var bins, streams, jsonPath string
-	fs.StringVar(&bins, "kvgate", "", "kvgate binaries as LABEL=PATH,... measured in turn, ratios to the first (default: one, next to kvgate-bench, then $PATH)")
+	fs.StringVar(&bins, "kvgate", "", "kvgate binaries as LABEL=PATH,... measured in alternation round by round, ratios to the first (default: one, next to kvgate-bench, then $PATH)")
 	fs.StringVar(&streams, "streams", "256,2048", "concurrent streams to measure, comma-separated")
 	fs.IntVar(&o.Engines, "engines", o.Engines, "zero-cost simulated engines")
 	fs.IntVar(&o.MaxTokens, "max-tokens", o.MaxTokens, "max_tokens of each stream (all generated: ignore_eos)")

@@ -36,14 +36,14 @@ func fetchProfile(ctx context.Context, admin string, secs int, path string) erro
 
 // WriteTable writes one line per result, and for every binary after the
 // first its ratios to the first at the same stream count: tokens/s (higher
-// is better) and CPU per million tokens (first's over this one's: higher
-// is better too).
+// is better), CPU per million tokens and CPU per SSE event (first's over
+// this one's: higher is better too).
 func WriteTable(w io.Writer, rs []Result) {
-	fmt.Fprintf(w, "| kvgate | streams | tokens | wall s | tokens/s | kvgate CPU s | CPU s per 1M tokens | tokens per SSE event |\n")
-	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| kvgate | streams | tokens | wall s | tokens/s | kvgate CPU s | CPU s per 1M tokens | tokens per SSE event | CPU us per SSE event |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.0f | %.2f | %.2f | %.2f |\n", r.Label, r.Streams, r.Tokens,
-			r.Wall.Seconds(), r.TokensPerSecond(), r.CPU, r.CPUPerMillion(), float64(r.Tokens)/float64(max(r.Events, 1)))
+		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.0f | %.2f | %.2f | %.2f | %.1f |\n", r.Label, r.Streams, r.Tokens,
+			r.Wall.Seconds(), r.TokensPerSecond(), r.CPU, r.CPUPerMillion(), float64(r.Tokens)/float64(max(r.Events, 1)), r.CPUPerEvent())
 	}
 	first := map[int]Result{}
 	var ratios []string
@@ -53,8 +53,8 @@ func WriteTable(w io.Writer, rs []Result) {
 			first[r.Streams] = r
 			continue
 		}
-		ratios = append(ratios, fmt.Sprintf("- %d streams, %s vs %s: tokens/s x%.2f, CPU per million tokens x%.2f lower",
-			r.Streams, r.Label, f.Label, r.TokensPerSecond()/f.TokensPerSecond(), f.CPUPerMillion()/r.CPUPerMillion()))
+		ratios = append(ratios, fmt.Sprintf("- %d streams, %s vs %s: tokens/s x%.2f, CPU per million tokens x%.2f lower, CPU per SSE event x%.2f lower",
+			r.Streams, r.Label, f.Label, r.TokensPerSecond()/f.TokensPerSecond(), f.CPUPerMillion()/r.CPUPerMillion(), f.CPUPerEvent()/r.CPUPerEvent()))
 	}
 	if len(ratios) > 0 {
 		fmt.Fprintln(w)

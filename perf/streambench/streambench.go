@@ -7,9 +7,11 @@
 // max_tokens); its CPU is the kvgate process's user + system time from
 // /proc over the same interval.
 //
-// Several kvgate binaries can be measured in one run, in turn against the
-// same engines (a build from before a change and one from after): the
-// report then gives each one's ratio to the first.
+// Several kvgate binaries can be measured in one run against the same
+// engines (a build from before a change and one from after), all started
+// at once and measured in alternation, round by round, so that a load on
+// the shared machine that comes and goes falls on each alike: the report
+// then gives each one's ratio to the first.
 package streambench
 
 import (
@@ -38,7 +40,8 @@ type Binary struct {
 
 // Options configure a run.
 type Options struct {
-	// Binaries are measured in turn, each at every Streams count.
+	// Binaries are measured at every Streams count, in turn within each
+	// round.
 	Binaries []Binary
 	// Engines is how many zero-cost simulated engines serve the model.
 	Engines int
@@ -105,6 +108,11 @@ type Result struct {
 	Events int64 `json:"events"`
 }
 
+// CPUPerEvent is kvgate's CPU microseconds per SSE event: what an event
+// costs whatever the engines' frames held (zero-cost engines send fewer,
+// larger frames to a router that reads them more slowly).
+func (r Result) CPUPerEvent() float64 { return r.CPU * 1e6 / float64(max(r.Events, 1)) }
+
 // TokensPerSecond is the throughput through the replica.
 func (r Result) TokensPerSecond() float64 { return float64(r.Tokens) / r.Wall.Seconds() }
 
@@ -133,52 +141,68 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		return nil, err
 	}
 	defer engines.Close()
-	var out []Result
-	for _, b := range o.Binaries {
-		rs, err := runBinary(ctx, o, b, engines.Addrs, logf)
-		out = append(out, rs...)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", b.Label, err)
-		}
-	}
-	return out, nil
+	return measure(ctx, o, engines.Addrs, logf)
 }
 
-// runBinary starts one kvgate and measures it at every stream count.
-func runBinary(ctx context.Context, o Options, b Binary, addrs []string, logf func(string, ...any)) ([]Result, error) {
-	rs, err := routers.Start(ctx, routers.Options{Binary: b.Path, Policy: "kv", Engines: addrs, Replicas: 1})
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Stop()
-	base, admin, pid := rs.Bases[0], rs.Admins[0], rs.Pids()[0]
-	cl := newClients(base)
-	defer cl.close()
-	if _, err := cl.round(ctx, 8, 64); err != nil { // warm: connections, the tokenizer's caches
-		return nil, fmt.Errorf("warm-up: %w", err)
+// router is one binary's running kvgate and its clients.
+type router struct {
+	b     Binary
+	rs    *routers.Routers
+	cl    *clients
+	admin string
+	pid   int
+}
+
+// measure starts every binary's kvgate, then measures each stream count
+// in rounds, every binary once a round; a binary's best round (least CPU
+// per token) is its result.
+func measure(ctx context.Context, o Options, addrs []string, logf func(string, ...any)) ([]Result, error) {
+	var rts []*router
+	defer func() {
+		for _, rt := range rts {
+			rt.cl.close()
+			rt.rs.Stop()
+		}
+	}()
+	for _, b := range o.Binaries {
+		rs, err := routers.Start(ctx, routers.Options{Binary: b.Path, Policy: "kv", Engines: addrs, Replicas: 1})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", b.Label, err)
+		}
+		rt := &router{b: b, rs: rs, cl: newClients(rs.Bases[0]), admin: rs.Admins[0], pid: rs.Pids()[0]}
+		rts = append(rts, rt)
+		if _, err := rt.cl.round(ctx, 8, 64); err != nil { // warm: connections, the tokenizer's caches
+			return nil, fmt.Errorf("%s: warm-up: %w", b.Label, err)
+		}
 	}
 	var out []Result
 	for _, n := range o.Streams {
-		var best Result
+		best := make([]Result, len(rts))
 		for round := range o.Rounds {
-			cpu0, t0 := cpustat.Process(pid), time.Now()
-			c, err := cl.round(ctx, n, o.MaxTokens)
-			if err != nil {
-				return out, fmt.Errorf("%d streams: %w", n, err)
-			}
-			r := Result{Label: b.Label, Streams: n, Tokens: c.tokens, Events: c.events, Wall: time.Since(t0), CPU: cpustat.Process(pid) - cpu0}
-			logf("%s: %d streams, round %d: %.0f tokens/s, %.2f CPU s per million tokens", b.Label, n, round+1, r.TokensPerSecond(), r.CPUPerMillion())
-			if round == 0 || r.CPUPerMillion() < best.CPUPerMillion() {
-				best = r
+			for i, rt := range rts {
+				cpu0, t0 := cpustat.Process(rt.pid), time.Now()
+				c, err := rt.cl.round(ctx, n, o.MaxTokens)
+				if err != nil {
+					return out, fmt.Errorf("%s: %d streams: %w", rt.b.Label, n, err)
+				}
+				r := Result{Label: rt.b.Label, Streams: n, Tokens: c.tokens, Events: c.events, Wall: time.Since(t0), CPU: cpustat.Process(rt.pid) - cpu0}
+				logf("%s: %d streams, round %d: %.0f tokens/s, %.2f CPU s per million tokens, %.1f CPU us per event",
+					rt.b.Label, n, round+1, r.TokensPerSecond(), r.CPUPerMillion(), r.CPUPerEvent())
+				if round == 0 || r.CPUPerMillion() < best[i].CPUPerMillion() {
+					best[i] = r
+				}
 			}
 		}
-		out = append(out, best)
-		if o.ProfileDir != "" {
-			path := filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%d.pprof", b.Label, n))
-			if err := profileRound(ctx, cl, admin, path, n, o.MaxTokens, best.Wall); err != nil {
+		out = append(out, best...)
+		if o.ProfileDir == "" {
+			continue
+		}
+		for i, rt := range rts {
+			path := filepath.Join(o.ProfileDir, fmt.Sprintf("%s-%d.pprof", rt.b.Label, n))
+			if err := profileRound(ctx, rt.cl, rt.admin, path, n, o.MaxTokens, best[i].Wall); err != nil {
 				return out, err
 			}
-			logf("%s: %d streams: CPU profile %s", b.Label, n, path)
+			logf("%s: %d streams: CPU profile %s", rt.b.Label, n, path)
 		}
 	}
 	return out, nil
