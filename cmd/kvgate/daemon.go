@@ -85,7 +85,7 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 		admin.RegisterPassthrough(reg, httpPool)
 	}
 	gw := &gateway.Gateway{Models: tk.models, Tok: tok, Router: router, Pool: d.pool, Log: log, APIKeys: c.apiKeys,
-		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool,
+		Retries: c.retries, FirstTokenTimeout: c.firstTokenTimeout, TransferTimeout: c.disagg.transferTimeout, Metrics: gateway.NewMetrics(reg), Passthrough: httpPool,
 		MaxModelLen: c.maxModelLen, ToolParser: c.toolParser, ReasoningParser: c.reasoningParser,
 		Media: c.media.gateway()}
 	if d.obs, err = c.obs.start(gw, c.policy, log); err != nil { // obs.go: access log, tracing

@@ -50,7 +50,8 @@ type config struct {
 	discovery           discoveryFlags
 	media               mediaFlags
 	lora                loraFlags
-	obs                 obsFlags // the access log and tracing (obs.go)
+	disagg              disaggFlags // disaggflags.go
+	obs                 obsFlags    // the access log and tracing (obs.go)
 	httpEngines         []string
 	steering            string
 	toolParser          string
@@ -114,6 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.discovery.register(fs)
 	c.media.register(fs)
 	c.lora.register(fs)
+	c.disagg.register(fs, &c.weights)
 	c.obs.register(fs)
 	fs.Func("http-engine", "an OpenAI-compatible HTTP engine, http://HOST:PORT (repeatable, or comma-separated): routed by approximate prefix, requests forwarded unchanged", func(v string) error {
 		for _, u := range strings.Split(v, ",") {
@@ -179,6 +181,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if err := c.obs.check(); err != nil {
+		return nil, err
+	}
+	if err := c.disagg.check(); err != nil {
 		return nil, err
 	}
 	c.http.Addr = c.listen
