@@ -1,9 +1,6 @@
 package api
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "strconv"
 
 // OpenAIEncoder encodes Completions and Chat Completions responses and
 // their server-sent event streams. A chat's reasoning goes out as
@@ -218,28 +215,4 @@ func (o *OpenAIEncoder) EndStream(dst []byte, u Usage) []byte {
 func (o *OpenAIEncoder) StreamError(dst []byte, e *Error) []byte {
 	dst = sseData(dst, e.Body(OpenAI))
 	return append(dst, "data: [DONE]\n\n"...)
-}
-
-// JoinChoices joins whole responses of one choice each (n > 1, each from
-// an encoder with its Index and Part) into one: their choices in order,
-// with u as the usage (the prompt once, the completions' tokens summed).
-func JoinChoices(bodies [][]byte, u Usage) ([]byte, error) {
-	var out map[string]any
-	var choices []any
-	for i, b := range bodies {
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, err
-		}
-		if i == 0 {
-			out = m
-		}
-		cs, _ := m["choices"].([]any)
-		choices = append(choices, cs...)
-	}
-	if out == nil {
-		return nil, json.Unmarshal(nil, &out)
-	}
-	out["choices"], out["usage"] = choices, openAIUsage(u)
-	return json.Marshal(out)
 }
