@@ -24,9 +24,10 @@ import (
 // prefixIDs are the ids of a prefix text's first cut bytes, attached to
 // the prefix by the tokenizer tok.
 type prefixIDs struct {
-	tok *Tokenizer
-	ids []uint32
-	cut int
+	tok   *Tokenizer
+	ids   []uint32
+	cut   int
+	grown growth // who extends ids' array in place (chat_grow.go)
 }
 
 // ChatPrompt is a rendered conversation on its way to token ids.
@@ -92,7 +93,15 @@ func (p *ChatPrompt) Encode(dst []uint32) []uint32 {
 	}
 	if cut > from {
 		dst = t.Encode(dst, text[from:cut], false)
-		p.tok.chat.prefixes.attach(next, &prefixIDs{tok: t, ids: append([]uint32(nil), dst[base:]...), cut: cut})
+		var have []uint32
+		var g *growth
+		if reuse != nil {
+			have, g = reuse.ids, &reuse.grown
+		}
+		ids, owns := grow(g, have, dst[base:])
+		e := &prefixIDs{tok: t, ids: ids, cut: cut}
+		e.grown.claimed.Store(!owns)
+		p.tok.chat.prefixes.attach(next, e)
 	} else if next != nil && reuse != nil {
 		p.tok.chat.prefixes.attach(next, reuse) // its cut is one of next's too
 	}

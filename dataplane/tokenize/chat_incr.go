@@ -156,10 +156,11 @@ func (t *chatTurn) render() (string, bool) {
 	if placeholder {
 		head, headKnown = p.head, p.headKnown
 	}
+	t.from = p
 	if !t.keep(out, head, headKnown) {
+		t.from = nil
 		return "", false
 	}
-	t.from = p
 	return out, true
 }
 
@@ -193,8 +194,14 @@ func (t *chatTurn) keep(out, head string, headKnown bool) bool {
 	if !ok {
 		return false
 	}
-	t.next = &chatPrefix{extra: t.extra, raw: bytes.Clone(t.raw[:t.last]), headEnd: t.headEnd,
-		text: text, head: head, headKnown: headKnown}
+	var have []byte
+	var g *growth
+	if t.from != nil {
+		have, g = t.from.raw, &t.from.grown
+	}
+	raw, owns := grow(g, have, t.raw[:t.last])
+	t.next = &chatPrefix{extra: t.extra, raw: raw, headEnd: t.headEnd, text: text, head: head, headKnown: headKnown}
+	t.next.grown.claimed.Store(!owns)
 	t.pc.put(t.next)
 	return true
 }

@@ -27,6 +27,8 @@ type chatPrefix struct {
 	// ids are the token ids of text's start, attached once by the
 	// tokenizer that encoded a turn ending with it (chat_encode.go).
 	ids atomic.Pointer[prefixIDs]
+	// grown is who extends raw's array in place (chat_grow.go).
+	grown growth
 
 	key    uint64
 	el     *list.Element
