@@ -51,6 +51,8 @@ type TokensMsg struct {
 	Flags  TokensFlags
 	Finish FinishReason
 	// CachedTokens (first frame) is how many prompt tokens were served from cache.
+	// A last frame may carry it too, from an engine that learns it only at the
+	// end; non-zero there, it replaces the first frame's.
 	CachedTokens uint32
 	// PromptTokens and CompletionTokens (last frame) are the request's usage.
 	PromptTokens     uint32

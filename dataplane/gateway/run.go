@@ -70,7 +70,7 @@ func (g *Gateway) serveOn(req *genRequest, out sink) int {
 	}
 	// media_send.go: the images' keys, and engines that take images
 	req.routeMedia(rr)
-	_, rr.Split = out.(*output) // one client stream: a split's two engines can serve it (disagg.go)
+	_, rr.Split = out.(*output)       // one client stream: a split's two engines can serve it (disagg.go)
 	rr.MaxTokens = int(gen.MaxTokens) // the split rule's output bound (route/disagg_slo.go)
 	for attempt := 0; attempt <= g.Retries; attempt++ {
 		t0 := time.Now()
@@ -247,6 +247,9 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 			a.s.Cancel(wire.CancelClientGone)
 			return a.out.gone(), false, nil, true
 		}
+	}
+	if ev.Last && !ev.First && ev.Cached > 0 {
+		a.usage.Cached = ev.Cached // counted only at the end (vLLM's final usage, through the bridge)
 	}
 	a.d.Generated(len(ev.Tokens))
 	text, used, stopped := a.outputText(g, ev)

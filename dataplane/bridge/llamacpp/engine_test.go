@@ -25,7 +25,6 @@ func TestRequestRefusesByName(t *testing.T) {
 	}{
 		{"model", wire.CodeUnknownModel, func(g *wire.Generate) { g.Model = []byte("other") }},
 		{"lora_id", wire.CodeUnknownLoRA, func(g *wire.Generate) { g.LoRAID = 1 }},
-		{"mm_items", wire.CodeBadRequest, func(g *wire.Generate) { g.MMItems = wire.MMItemsOf([]wire.MMItem{{Offset: 0, Length: 1, Hash: 9}}) }},
 		{"guided", wire.CodeBadRequest, func(g *wire.Generate) { g.Guided = []byte(`{"response_format":{"type":"json_object"}}`) }},
 		{"kv_transfer", wire.CodeBadRequest, func(g *wire.Generate) { g.KVTransfer = []byte(`{}`) }},
 		{"cache_salt", wire.CodeBadRequest, func(g *wire.Generate) { g.CacheSalt = []byte("tenant") }},
@@ -43,6 +42,16 @@ func TestRequestRefusesByName(t *testing.T) {
 		if _, _, _, e := frames(t, conn, stream); e == nil || e.Code != c.code || !strings.HasPrefix(e.Message, c.field+":") {
 			t.Errorf("%s: %+v", c.field, e)
 		}
+	}
+	// Images: the bridge announces no MULTIMODAL, so wire/serve refuses
+	// them before the backend sees the GENERATE, naming the feature.
+	g := base
+	g.MMItems = wire.MMItemsOf([]wire.MMItem{{Offset: 0, Length: 1, Hash: 9}})
+	if err := conn.Send(99, &g); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, e := frames(t, conn, 99); e == nil || e.Code != wire.CodeBadRequest || !strings.Contains(e.Message, "MULTIMODAL") {
+		t.Errorf("mm_items: %+v", e)
 	}
 	if len(hits) != 0 {
 		t.Fatalf("%d refused requests reached the server", len(hits))

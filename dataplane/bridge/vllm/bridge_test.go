@@ -44,7 +44,8 @@ func next(t *testing.T, c *wire.Conn, stream uint32) wire.Frame {
 
 // TestEngineStreamsAndCancels: a GENERATE reaches the engine as a token-id
 // completion with the router's sampling parameters; tokens come back as
-// TOKENS with cached tokens and usage; CANCEL aborts the HTTP request; an
+// TOKENS, with usage and the cached tokens of vLLM's final usage chunk on
+// the last frame; CANCEL aborts the HTTP request; an
 // HTTP error becomes the stream's ERROR with a fitting code.
 func TestEngineStreamsAndCancels(t *testing.T) {
 	aborted := make(chan struct{})
@@ -78,9 +79,12 @@ func TestEngineStreamsAndCancels(t *testing.T) {
 				return
 			}
 			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprint(w, `data: {"choices":[{"token_ids":[42],"finish_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":4}}}`+"\n\n")
-			fmt.Fprint(w, `data: {"choices":[{"token_ids":[43],"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}`+"\n\n")
-			fmt.Fprint(w, `data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`+"\n\ndata: [DONE]\n\n")
+			// As vLLM streams with continuous_usage_stats: counts in every
+			// chunk, cached_tokens only in the final usage chunk
+			// (completion/serving.py at 030ea52e).
+			fmt.Fprint(w, `data: {"choices":[{"token_ids":[42],"finish_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`+"\n\n")
+			fmt.Fprint(w, `data: {"choices":[{"token_ids":[43],"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`+"\n\n")
+			fmt.Fprint(w, `data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}`+"\n\ndata: [DONE]\n\n")
 		}
 	})
 	hs := httptest.NewServer(mux)
@@ -111,7 +115,7 @@ func TestEngineStreamsAndCancels(t *testing.T) {
 			break
 		}
 	}
-	if fmt.Sprint(got) != "[42 43]" || first.CachedTokens != 4 || last.Finish != wire.FinishLength || last.PromptTokens != 5 || last.CompletionTokens != 2 {
+	if fmt.Sprint(got) != "[42 43]" || last.CachedTokens != 4 || last.Finish != wire.FinishLength || last.PromptTokens != 5 || last.CompletionTokens != 2 {
 		t.Fatalf("tokens %v first %+v last %+v", got, first, last)
 	}
 

@@ -264,10 +264,13 @@ func (s *relay) chunk(c *chunk) error {
 
 // finish sends the last frame: finish reason and usage.
 func (s *relay) finish() {
-	m := wire.TokensMsg{Flags: wire.TokLast, Finish: finishOf(s.reason), PromptTokens: s.prompt, CompletionTokens: s.completion}
+	// vLLM reports cached_tokens only in its final usage chunk (and only
+	// with --enable-prompt-tokens-details), after the first token went out:
+	// the last frame carries it (PROTOCOL.md 6.2).
+	m := wire.TokensMsg{Flags: wire.TokLast, Finish: finishOf(s.reason), PromptTokens: s.prompt, CompletionTokens: s.completion,
+		CachedTokens: s.cached}
 	if !s.sentFirst {
 		m.Flags |= wire.TokFirst
-		m.CachedTokens = s.cached
 	}
 	s.e.Out.Deliver([]serve.Tokens{{Key: s.k, Msg: m}})
 }

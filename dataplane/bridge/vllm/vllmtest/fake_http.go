@@ -42,9 +42,16 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 	cached := f.admit(lora, req.Prompt)
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
-	usage := func(n int) map[string]any {
-		return map[string]any{"prompt_tokens": len(req.Prompt), "completion_tokens": n, "total_tokens": len(req.Prompt) + n,
-			"prompt_tokens_details": map[string]any{"cached_tokens": cached}}
+	// As vLLM's completion stream (entrypoints/openai/completion/serving.py
+	// at 030ea52e): continuous usage chunks carry counts only; the cached
+	// tokens come in the final usage chunk, and only when non-zero (with
+	// --enable-prompt-tokens-details).
+	usage := func(n int, final bool) map[string]any {
+		u := map[string]any{"prompt_tokens": len(req.Prompt), "completion_tokens": n, "total_tokens": len(req.Prompt) + n}
+		if final && cached > 0 {
+			u["prompt_tokens_details"] = map[string]any{"cached_tokens": cached}
+		}
+		return u
 	}
 	send := func(v any) bool {
 		b, _ := json.Marshal(v)
@@ -70,11 +77,11 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 			choice["logprobs"] = fakeLogprobs(tok, *req.Logprobs, req.AsIDs)
 		}
 		if !send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model,
-			"choices": []any{choice}, "usage": usage(i + 1)}) {
+			"choices": []any{choice}, "usage": usage(i+1, false)}) {
 			return
 		}
 	}
-	if send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model, "choices": []any{}, "usage": usage(req.MaxTokens)}) {
+	if send(map[string]any{"id": "cmpl-fake", "object": "text_completion", "model": f.Model, "choices": []any{}, "usage": usage(req.MaxTokens, true)}) {
 		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	}
 }
