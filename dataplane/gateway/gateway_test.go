@@ -100,6 +100,7 @@ func serveGateway(t testing.TB, g *Gateway, logs *syncBuffer) *testGateway {
 	log := g.Log
 	hc := httpx.DefaultConfig()
 	hc.Addr, hc.EventLoops, hc.Logger = "127.0.0.1:0", 1, log
+	hc.KeepRaw = g.Passthrough != nil // as kvgate keeps them with --http-engine: the relay sends them
 	srv := httpx.NewServer(hc, g)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()

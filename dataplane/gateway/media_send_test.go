@@ -2,79 +2,16 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"image"
-	"image/png"
-	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kvgate/kvgate/dataplane/api"
-	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/dataplane/media"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/kvstore"
-	"github.com/kvgate/kvgate/perf/sim"
-	"github.com/kvgate/kvgate/perf/sim/simtest"
 	"github.com/kvgate/kvgate/wire"
 )
-
-// patternPNG is a w x h PNG whose pixels depend on seed: images of one
-// size (hence one placeholder count) and different content ids.
-func patternPNG(t testing.TB, w, h int, seed byte) []byte {
-	t.Helper()
-	img := image.NewGray(image.Rect(0, 0, w, h))
-	for i := range img.Pix {
-		img.Pix[i] = byte(i)*7 + seed
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// afterImage is the text that follows the image in these tests: long
-// enough that the block holding the image's last placeholder is full.
-const afterImage = "Describe this picture in detail, corner by corner, naming every shape and shade of grey you can see in it."
-
-// openAIImage is a one-message chat about img as an OpenAI data URL.
-func openAIImage(img []byte, extra string) string {
-	return fmt.Sprintf(`{"model":%q,"max_tokens":4%s,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":%q}},`+
-		`{"type":"text","text":%q}]}]}`, model, extra, dataURLOf(img), afterImage)
-}
-
-// anthropicImage is openAIImage's message as an Anthropic base64 block.
-func anthropicImage(img []byte) string {
-	return fmt.Sprintf(`{"model":%q,"max_tokens":4,"messages":[{"role":"user","content":[`+
-		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":%q}},{"type":"text","text":%q}]}]}`,
-		model, base64.StdEncoding.EncodeToString(img), afterImage)
-}
-
-// placedRequest decodes body with decode and reads, renders and places
-// its images as the gateway does before routing.
-func placedRequest(t *testing.T, g *Gateway, m *Model, decode func([]byte, api.ModelCheck) (*api.Request, *api.Error), body string) *genRequest {
-	t.Helper()
-	req, e := decode([]byte(body), nil)
-	if e == nil {
-		e = g.checkMedia(m, req)
-	}
-	var ids []uint32
-	if e == nil {
-		ids, _, e = g.chatTokens(m, &req.Conversation, 0, req)
-	}
-	if e == nil {
-		ids, e = g.placeMedia(m, req, ids)
-	}
-	if e != nil {
-		t.Fatal(e)
-	}
-	return &genRequest{Request: req, tokens: ids, model: m}
-}
 
 // The router hashes a prompt with its images: one extra key per image
 // (its placeholder range, its id's Key) on route.Request and on the
@@ -144,63 +81,6 @@ func TestImageBlockKeys(t *testing.T) {
 	}
 }
 
-// imageGateway is a gateway that takes images for model (Qwen2.5-VL's
-// processor and chat template, images read by res) before one simulated
-// engine per mod (sim.DefaultConfig with the model and no time taken,
-// changed by mod when not nil), routed by kv.
-func imageGateway(t *testing.T, res media.Resolver, mods ...func(*sim.Config)) *testGateway {
-	t.Helper()
-	var addrs []string
-	for i, mod := range mods {
-		cfg := sim.DefaultConfig()
-		cfg.ID, cfg.Rank.Model, cfg.Rank.Profile, cfg.Rank.NoRandomEOS = fmt.Sprintf("sim-%d", i), model, sim.ZeroProfile, true
-		if mod != nil {
-			mod(&cfg)
-		}
-		_, addr := simtest.Serve(t, cfg)
-		addrs = append(addrs, addr)
-	}
-	pcfg := engine.DefaultConfig()
-	pcfg.Logger = slog.New(slog.DiscardHandler)
-	pool := simtest.Pool(t, pcfg, kvstore.New(kvstore.Options{}), addrs...)
-	qwen, _ := media.NewProcessor("qwen2.5-vl", media.ProcessorOptions{})
-	logs := &syncBuffer{}
-	g := &Gateway{Tok: qwenVLModel(t).Tok, Router: route.New(pool, route.PolicyKV, route.DefaultWeights()), Pool: pool,
-		Log: slog.New(slog.NewTextHandler(logs, nil)), Retries: 1, FirstTokenTimeout: time.Minute,
-		Media: &Media{Resolver: res, Processors: map[string]media.Processor{model: qwen}}}
-	return serveGateway(t, g, logs)
-}
-
-// served is what a test reads of an answer: the engine, and the usage in
-// either API's shape.
-type served struct {
-	engine         string
-	prompt, cached int
-	choices        int
-}
-
-func serve(t *testing.T, gw *testGateway, path, body string) served {
-	t.Helper()
-	resp, raw := post(t, gw.base+path, "", body)
-	var out struct {
-		Choices []json.RawMessage
-		Usage   struct {
-			PromptTokens  int `json:"prompt_tokens"`
-			InputTokens   int `json:"input_tokens"`
-			CacheRead     int `json:"cache_read_input_tokens"`
-			PromptDetails struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		}
-	}
-	if err := json.Unmarshal([]byte(raw), &out); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: %d %s", path, resp.StatusCode, raw)
-	}
-	u := out.Usage
-	return served{engine: resp.Header.Get("x-kvgate-engine"), prompt: u.PromptTokens + u.InputTokens,
-		cached: u.PromptDetails.CachedTokens + u.CacheRead, choices: len(out.Choices)}
-}
-
 // Images reach the engines with their keys: a repeat of a prompt with an
 // image, through either API, lands on the engine that served it and is
 // cached past the image (cached_tokens covers it); the same text with
@@ -217,7 +97,7 @@ func TestImagesServedWithKeys(t *testing.T) {
 	const bs = 16 // sim.DefaultConfig's block size
 	throughImage, beforeImage := r.Offset+r.Length, r.Offset/bs*bs
 
-	first := serve(t, gw, "/v1/chat/completions", openAIImage(a, ""))
+	first := serve(t, gw.testGateway, "/v1/chat/completions", openAIImage(a, ""))
 	if first.prompt != len(placed.tokens) {
 		t.Fatalf("the engine counted %d prompt tokens, placement gives %d", first.prompt, len(placed.tokens))
 	}
@@ -225,19 +105,19 @@ func TestImagesServedWithKeys(t *testing.T) {
 		{"/v1/chat/completions", openAIImage(a, "")},
 		{"/v1/messages", anthropicImage(a)},
 	} {
-		again := serve(t, gw, rep.path, rep.body)
+		again := serve(t, gw.testGateway, rep.path, rep.body)
 		if again.engine != first.engine || again.cached < throughImage {
 			t.Fatalf("%s repeat: on %s with %d cached; want %s with at least %d (through the image)",
 				rep.path, again.engine, again.cached, first.engine, throughImage)
 		}
 	}
-	if other := serve(t, gw, "/v1/chat/completions", openAIImage(b, "")); other.cached > beforeImage {
+	if other := serve(t, gw.testGateway, "/v1/chat/completions", openAIImage(b, "")); other.cached > beforeImage {
 		t.Fatalf("another image: %d tokens cached on %s, more than the %d before the image's first block", other.cached, other.engine, beforeImage)
 	}
-	if fan := serve(t, gw, "/v1/chat/completions", openAIImage(c, `,"n":2`)); fan.choices != 2 {
+	if fan := serve(t, gw.testGateway, "/v1/chat/completions", openAIImage(c, `,"n":2`)); fan.choices != 2 {
 		t.Fatalf("n=2: %d choices", fan.choices)
 	}
-	if after := serve(t, gw, "/v1/chat/completions", openAIImage(c, "")); after.cached < throughImage {
+	if after := serve(t, gw.testGateway, "/v1/chat/completions", openAIImage(c, "")); after.cached < throughImage {
 		t.Fatalf("after n=2 with the image: %d cached on %s, want at least %d", after.cached, after.engine, throughImage)
 	}
 }

@@ -182,7 +182,8 @@ func TestBadImagesThroughGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := len(img) - 1
-	base := imageGateway(t, media.Resolver{Fetcher: f, MaxBytes: int64(limit)}, nil).base
+	gw := imageGateway(t, media.Resolver{Fetcher: f, MaxBytes: int64(limit)}, nil)
+	base := gw.base
 	if len(small) >= limit {
 		t.Fatalf("the small image (%d bytes) is not under the limit (%d)", len(small), limit)
 	}
@@ -228,6 +229,6 @@ func TestBadImagesThroughGateway(t *testing.T) {
 		})
 	}
 	// The same requests with a good image are served.
-	serve(t, &testGateway{base: base}, "/v1/chat/completions", openAI(dataURLOf(small)))
-	serve(t, &testGateway{base: base}, "/v1/messages", anthropic(inline(small)))
+	serve(t, gw.testGateway, "/v1/chat/completions", openAI(dataURLOf(small)))
+	serve(t, gw.testGateway, "/v1/messages", anthropic(inline(small)))
 }
