@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +38,12 @@ func cmdGoodput(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tpot := fs.Duration("tpot-slo", 100*time.Millisecond, "a request's time-per-output-token target (after the first)")
 	seed := fs.Uint64("seed", 1, "seed of the routers' random choices")
 	out := fs.String("out", "", "write README.md, goodput.svg and goodput.json here")
+	replot := fs.String("replot", "", "run nothing: write --out from this goodput.json of an earlier sweep")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *replot != "" {
+		return replotGoodput(*replot, *out)
 	}
 	ls, err := floatList(*loads)
 	if err != nil {
@@ -90,7 +97,41 @@ func cmdGoodput(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *out == "" {
 		return nil
 	}
+	sw.Against = ruleAgainst(sw.Series())
 	return sw.WriteDir(*out)
+}
+
+// ruleSuffix names a split's series whose routers weigh the targets.
+const ruleSuffix = " + TPOT rule"
+
+// ruleAgainst compares each rule series with the same split without it.
+func ruleAgainst(series []string) map[string]string {
+	m := map[string]string{}
+	for _, name := range series {
+		if base, ok := strings.CutSuffix(name, ruleSuffix); ok {
+			m[name] = base
+		}
+	}
+	return m
+}
+
+// replotGoodput writes dir from the goodput.json at path.
+func replotGoodput(path, dir string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var sw report.GoodputSweep
+	if err := json.Unmarshal(b, &sw); err != nil {
+		return fmt.Errorf("--replot %s: %w", path, err)
+	}
+	if sw.Against == nil {
+		sw.Against = ruleAgainst(sw.Series())
+	}
+	if dir == "" {
+		return errors.New("--replot needs --out")
+	}
+	return sw.WriteDir(dir)
 }
 
 // goodputFleet is one series of a goodput sweep.
@@ -112,7 +153,7 @@ func goodputFleets(engines int, splits []int, modes []string) ([]goodputFleet, e
 			switch strings.TrimSpace(m) {
 			case "conditional":
 			case "rule":
-				f.rule, f.name = true, fmt.Sprintf("%d:%d conditional + TPOT rule", p, engines-p)
+				f.rule, f.name = true, fmt.Sprintf("%d:%d conditional", p, engines-p)+ruleSuffix
 			case "always":
 				f.always = true
 			default:

@@ -34,6 +34,14 @@ func TestGoodputCommand(t *testing.T) {
 			t.Errorf("series %q: line %q, in the plot %v", name, lines[i], strings.Contains(string(svg), ">"+name+"<"))
 		}
 	}
+	again := t.TempDir()
+	if rc := run([]string{"goodput", "--replot", filepath.Join(dir, "goodput.json"), "--out", again}, io.Discard, io.Discard); rc != 0 {
+		t.Fatalf("--replot: exit %d", rc)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "README.md"))
+	if md2, err := os.ReadFile(filepath.Join(again, "README.md")); err != nil || string(md2) != string(md) || !strings.Contains(string(md), " of 2:2 conditional |") {
+		t.Fatalf("--replot wrote %v:\n%s\nthe sweep:\n%s", err, md2, md)
+	}
 	if rc := run([]string{"goodput", "--workload", spec, "--engines", "4", "--splits", "4"}, io.Discard, io.Discard); rc == 0 {
 		t.Fatal("a 4:0 split accepted")
 	}

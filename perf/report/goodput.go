@@ -24,6 +24,9 @@ type GoodputSweep struct {
 	TTFT string       `json:"ttft_target"`
 	TPOT string       `json:"tpot_target"`
 	Runs []GoodputRun `json:"runs"`
+	// Against names, for a series, the one its goodput is a ratio to in
+	// the table (say a rule's against the same split without it).
+	Against map[string]string `json:"against,omitempty"`
 }
 
 // GoodputRun is one series at one load.
@@ -88,35 +91,51 @@ func (s *GoodputSweep) WriteDir(dir string) error {
 	return s.PlotSVG(filepath.Join(dir, "goodput.svg"))
 }
 
-// markdown is the README: every run, then the best series per load.
+// markdown is the README: every run (with its ratio to the series it is
+// against), then per load the first series against the best other.
 func (s *GoodputSweep) markdown() string {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Goodput over load\n\nWorkload: `%s`\n\nFlags: `%v`\n\n", s.Workload, s.Flags)
 	fmt.Fprintf(&md, "Goodput: requests/s meeting **TTFT <= %s and TPOT <= %s** together.\n\n![goodput over load](goodput.svg)\n\n", s.TTFT, s.TPOT)
-	md.WriteString("| load | series | goodput req/s | throughput req/s | TTFT ok | TPOT ok | both | split | TTFT p50 / p99 ms | ITL p50 ms | hit |\n")
-	md.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	md.WriteString("| load | series | goodput req/s | ratio | throughput req/s | TTFT ok | TPOT ok | both | split | TTFT p50 / p99 ms | ITL p50 ms | hit |\n")
+	md.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Runs {
-		fmt.Fprintf(&md, "| x%g | %s | %.3f | %.3f | %d | %d | %d/%d | %d | %.0f / %.0f | %.1f | %.3f |\n", r.Load, r.Series, r.Goodput,
-			r.Throughput, r.TTFTMet, r.TPOTMet, r.Met, r.Requests, r.Split, r.TTFTP50, r.TTFTP99, r.ITLP50, r.Hit)
+		vs := ""
+		if base := s.run(s.Against[r.Series], r.Load); base != nil {
+			vs = ratio(r.Goodput, base.Goodput) + " of " + base.Series
+		}
+		fmt.Fprintf(&md, "| x%g | %s | %.3f | %s | %.3f | %d | %d | %d/%d | %d | %.0f / %.0f | %.1f | %.3f |\n", r.Load, r.Series, r.Goodput,
+			vs, r.Throughput, r.TTFTMet, r.TPOTMet, r.Met, r.Requests, r.Split, r.TTFTP50, r.TTFTP99, r.ITLP50, r.Hit)
 	}
-	md.WriteString("\nBest per load (goodput, and its ratio to the first series):\n\n")
+	names := s.Series()
+	if len(names) < 2 {
+		return md.String()
+	}
+	fmt.Fprintf(&md, "\nPer load, %s against the best other series (goodput):\n\n", names[0])
 	for _, l := range s.Loads() {
-		var first, best *GoodputRun
-		for i := range s.Runs {
-			r := &s.Runs[i]
-			if r.Load != l {
-				continue
-			}
-			if first == nil {
-				first = r
-			}
-			if best == nil || r.Goodput > best.Goodput {
+		first, best := s.run(names[0], l), (*GoodputRun)(nil)
+		for _, name := range names[1:] {
+			if r := s.run(name, l); r != nil && (best == nil || r.Goodput > best.Goodput) {
 				best = r
 			}
 		}
-		fmt.Fprintf(&md, "- x%g: %s %.3f req/s (%s)\n", l, best.Series, best.Goodput, ratio(best.Goodput, first.Goodput))
+		if first == nil || best == nil {
+			continue
+		}
+		fmt.Fprintf(&md, "- x%g: %s %.3f req/s, best other %s %.3f (%s)\n", l, first.Series, first.Goodput, best.Series, best.Goodput,
+			ratio(best.Goodput, first.Goodput))
 	}
 	return md.String()
+}
+
+// run is series name's run at load, nil if there is none.
+func (s *GoodputSweep) run(name string, load float64) *GoodputRun {
+	for i := range s.Runs {
+		if s.Runs[i].Series == name && s.Runs[i].Load == load {
+			return &s.Runs[i]
+		}
+	}
+	return nil
 }
 
 // ratio is a over b as "1.23x", or "-" where b is 0.

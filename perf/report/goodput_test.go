@@ -12,7 +12,8 @@ import (
 // legend, the table with every run and the best series per load, and
 // JSON that reads back; a sweep without runs is an error, not an empty plot.
 func TestGoodputSweep(t *testing.T) {
-	s := &GoodputSweep{Workload: "w", Flags: map[string]any{"engines": 8}, TTFT: "2s", TPOT: "100ms"}
+	s := &GoodputSweep{Workload: "w", Flags: map[string]any{"engines": 8}, TTFT: "2s", TPOT: "100ms",
+		Against: map[string]string{"2:6 conditional, TPOT rule": "2:6 conditional"}}
 	for _, load := range []float64{1, 2} {
 		for i, name := range []string{"8 aggregated", "2:6 conditional", "2:6 conditional, TPOT rule", "4:4 always"} {
 			s.Runs = append(s.Runs, GoodputRun{Series: name, Load: load, Goodput: load * float64(4-i), Throughput: load * 4, Requests: 100, Met: 90 - i})
@@ -40,7 +41,8 @@ func TestGoodputSweep(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(string(md), "- x2: 8 aggregated 8.000 req/s (1.000x)") {
+	if !strings.Contains(string(md), "- x2: 8 aggregated 8.000 req/s, best other 2:6 conditional 6.000 (0.750x)") ||
+		!strings.Contains(string(md), "| x2 | 2:6 conditional, TPOT rule | 4.000 | 0.667x of 2:6 conditional |") {
 		t.Errorf("best per load missing:\n%s", md)
 	}
 	var back GoodputSweep
