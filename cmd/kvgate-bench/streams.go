@@ -27,6 +27,7 @@ func cmdStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&o.Engines, "engines", o.Engines, "zero-cost simulated engines")
 	fs.IntVar(&o.MaxTokens, "max-tokens", o.MaxTokens, "max_tokens of each stream (all generated: ignore_eos)")
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "rounds per measurement; the least CPU per token is kept")
+	fs.Float64Var(&o.StepMs, "step-ms", 0, "pace the engines: every decode step takes this many ms (0: zero-cost engines)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "write a kvgate CPU profile per binary and stream count here (one more round each)")
 	fs.StringVar(&jsonPath, "json", "", "write the results as JSON here")
 	if err := fs.Parse(args); err != nil {

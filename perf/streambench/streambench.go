@@ -49,6 +49,12 @@ type Options struct {
 	Streams []int
 	// MaxTokens is each stream's max_tokens (generated in full: ignore_eos).
 	MaxTokens int
+	// StepMs, when positive, paces the engines: every decode step takes
+	// this long, as a GPU's would, so each stream gets one token a step
+	// whichever router reads it (with zero-cost engines a router that
+	// reads more slowly gets more tokens a frame). CPU per token is then
+	// the router's alone, at a load the engines set.
+	StepMs float64
 	// Rounds repeats each measurement; the report keeps the best round
 	// (the one the shared machine disturbed least).
 	Rounds int
@@ -87,6 +93,9 @@ func (o *Options) Validate() error {
 		if n < 1 {
 			errs = append(errs, fmt.Errorf("streambench: %d streams, want at least 1", n))
 		}
+	}
+	if o.StepMs < 0 {
+		errs = append(errs, fmt.Errorf("streambench: step of %v ms, want 0 (zero-cost) or more", o.StepMs))
 	}
 	if o.MaxTokens < 1 || o.Rounds < 1 {
 		errs = append(errs, fmt.Errorf("streambench: max tokens %d and rounds %d must be at least 1", o.MaxTokens, o.Rounds))
@@ -134,6 +143,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Rank.Model, cfg.Rank.Profile = Model, sim.ZeroProfile
+	if o.StepMs > 0 {
+		cfg.Rank.Profile = sim.Profile{Name: "paced", DecodeC: o.StepMs, DecodeMin: o.StepMs}
+	}
 	cfg.Rank.MaxRunning = maxStreams                                                         // every stream decodes at once
 	cfg.Rank.GPUBlocks = max(cfg.Rank.GPUBlocks, maxStreams*(o.MaxTokens/16+8)/o.Engines+64) // no preemption
 	engines, err := sim.StartLocal(o.Engines, cfg, "stream")

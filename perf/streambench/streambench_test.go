@@ -31,8 +31,9 @@ func TestValidate(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	o.Streams, o.MaxTokens = []int{0}, 0
-	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "0 streams") || !strings.Contains(err.Error(), "max tokens 0") {
+	o.Streams, o.MaxTokens, o.StepMs = []int{0}, 0, -1
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "0 streams") || !strings.Contains(err.Error(), "max tokens 0") ||
+		!strings.Contains(err.Error(), "step of -1 ms") {
 		t.Fatalf("bad counts: %v", err)
 	}
 }
