@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane/media"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/wire"
 )
 
@@ -152,5 +154,42 @@ func TestImagesOverWireLimits(t *testing.T) {
 				t.Fatalf("got %+v, want a 400 naming %s", e, c.field)
 			}
 		})
+	}
+}
+
+// Only engines that take images serve them: beside one that does not,
+// every request with an image lands on the one that does; when the
+// model's only ready engine takes none, a request with an image is a 400
+// naming its first image, in each API's shape, and text is still served.
+func TestImagesOnlyToMultimodalEngines(t *testing.T) {
+	noImages := func(c *sim.Config) { c.ID, c.NoMultimodal = "text-0", true }
+	mixed := imageGateway(t, media.Resolver{}, nil, noImages)
+	for i := range 6 {
+		if got := serve(t, mixed.testGateway, "/v1/chat/completions", openAIImage(patternPNG(t, 56, 56, byte(i)), "")); got.engine != "sim-0" {
+			t.Fatalf("image %d served by %s, which takes no images", i, got.engine)
+		}
+	}
+
+	textOnly := imageGateway(t, media.Resolver{}, noImages)
+	resp, body := post(t, textOnly.base+"/v1/chat/completions", "", openAIImage(patternPNG(t, 56, 56, 9), ""))
+	var oe struct {
+		Error struct{ Message, Param, Type string }
+	}
+	if err := json.Unmarshal([]byte(body), &oe); err != nil || resp.StatusCode != 400 || oe.Error.Param != "messages[0].content[0]" ||
+		oe.Error.Type != "invalid_request_error" || !strings.Contains(oe.Error.Message, "engines of model "+model+" do not accept images") {
+		t.Fatalf("OpenAI: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, textOnly.base+"/v1/messages", "", anthropicImage(patternPNG(t, 56, 56, 9)))
+	var ae struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	if err := json.Unmarshal([]byte(body), &ae); err != nil || resp.StatusCode != 400 || ae.Type != "error" ||
+		!strings.HasPrefix(ae.Error.Message, "messages.0.content.0: engines of model "+model+" do not accept images") {
+		t.Fatalf("Anthropic: %d %s", resp.StatusCode, body)
+	}
+	text := fmt.Sprintf(`{"model":%q,"max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`, model)
+	if got := serve(t, textOnly.testGateway, "/v1/chat/completions", text); got.engine != "text-0" {
+		t.Fatalf("text served by %q", got.engine)
 	}
 }
