@@ -11,8 +11,9 @@ import (
 )
 
 // BenchmarkChatTurn20 renders and tokenizes turn 20 of a conversation
-// whose turn 19 was served before, its messages compact as the gateway
-// passes them: incrementally with the segment cache (the product), in
+// whose turns 1 to 19 were served before, in order, its messages compact
+// as the gateway passes them: incrementally with the segment cache (the
+// product), in
 // full without caches, the render alone both ways, and end to end as far
 // as the router's index (render, tokenize, hash the blocks, match them
 // against 8 engines, one holding turn 19's blocks).
@@ -30,11 +31,18 @@ func BenchmarkChatTurn20(b *testing.B) {
 		b.Fatal(err)
 	}
 	in.Messages, _ = json.Marshal(msgs)
-	prev := *in
-	prev.Messages, _ = json.Marshal(msgs[:len(msgs)-2]) // turn 19 and before
-	prevIDs, _, err := tok.EncodeChat(nil, &prev)       // the earlier turn was served
-	if err != nil {
-		b.Fatal(err)
+	var prevIDs []uint32                // turn 19's
+	for n := 1; n <= len(msgs)-2; n++ { // turns 1 to 19 were served, in order
+		var m struct{ Role string }
+		if err := json.Unmarshal(msgs[n-1], &m); err != nil || m.Role != "user" {
+			continue
+		}
+		prev := *in
+		prev.Messages, _ = json.Marshal(msgs[:n])
+		var err error
+		if prevIDs, _, err = tok.EncodeChat(nil, &prev); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Run("segment-cache", func(b *testing.B) {
 		b.ReportAllocs()

@@ -98,9 +98,9 @@ func (p *ChatPrompt) Encode(dst []uint32) []uint32 {
 		if reuse != nil {
 			have, g = reuse.ids, &reuse.grown
 		}
-		ids, owns := grow(g, have, dst[base:])
+		ids, owns := grow(g, have, dst[base+len(have):])
 		e := &prefixIDs{tok: t, ids: ids, cut: cut}
-		e.grown.claimed.Store(!owns)
+		e.grown.init(owns, 0)
 		p.tok.chat.prefixes.attach(next, e)
 	} else if next != nil && reuse != nil {
 		p.tok.chat.prefixes.attach(next, reuse) // its cut is one of next's too

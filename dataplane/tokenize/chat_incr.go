@@ -151,13 +151,18 @@ func (t *chatTurn) render() (string, bool) {
 	if err != nil || !strings.HasPrefix(s, base) {
 		return "", false
 	}
-	out := p.text + s[len(base):]
+	have, g := bytesOf(p.text), (*growth)(nil)
+	if p.textArr != nil {
+		have, g = p.textArr, &p.textGrown
+	}
+	buf, owns := grow(g, have, bytesOf(s[len(base):]))
+	out := stringOf(buf)
 	head, headKnown := base, !placeholder
 	if placeholder {
 		head, headKnown = p.head, p.headKnown
 	}
 	t.from = p
-	if !t.keep(out, head, headKnown) {
+	if !t.keep(out, head, headKnown, buf, owns) {
 		t.from = nil
 		return "", false
 	}
@@ -167,7 +172,7 @@ func (t *chatTurn) render() (string, bool) {
 // remember keeps a full rendering of the turn for the next one.
 func (t *chatTurn) remember(out string) {
 	if t.cleanHead() && (t.headEnd == t.last || t.tail(t.headEnd, "assistant")) {
-		t.keep(out, "", false)
+		t.keep(out, "", false, nil, false)
 	}
 }
 
@@ -188,8 +193,9 @@ func (t *chatTurn) cleanHead() bool {
 }
 
 // keep stores out without its generation prompt as the prefix that ends
-// at the final message.
-func (t *chatTurn) keep(out, head string, headKnown bool) bool {
+// at the final message; buf, when not nil, is out's bytes, whose room
+// past them is the prefix's to grow into if owns.
+func (t *chatTurn) keep(out, head string, headKnown bool, buf []byte, owns bool) bool {
 	text, ok := strings.CutSuffix(out, t.v.gen)
 	if !ok {
 		return false
@@ -199,9 +205,13 @@ func (t *chatTurn) keep(out, head string, headKnown bool) bool {
 	if t.from != nil {
 		have, g = t.from.raw, &t.from.grown
 	}
-	raw, owns := grow(g, have, t.raw[:t.last])
+	raw, ownsRaw := grow(g, have, t.raw[len(have):t.last])
 	t.next = &chatPrefix{extra: t.extra, raw: raw, headEnd: t.headEnd, text: text, head: head, headKnown: headKnown}
-	t.next.grown.claimed.Store(!owns)
+	t.next.grown.init(ownsRaw, 0)
+	if buf != nil {
+		t.next.textArr = buf[:len(text)]
+		t.next.textGrown.init(owns, len(buf))
+	}
 	t.pc.put(t.next)
 	return true
 }

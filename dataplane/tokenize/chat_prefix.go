@@ -18,8 +18,11 @@ type chatPrefix struct {
 	raw []byte
 	// headEnd is the offset in raw just past the head messages.
 	headEnd int
-	// text is the rendering without the generation prompt.
-	text string
+	// text is the rendering without the generation prompt; textArr is
+	// its bytes where they may grow in place (chat_grow.go), else nil.
+	text      string
+	textArr   []byte
+	textGrown growth
 	// head is the rendering of the head messages alone, once known.
 	head      string
 	headKnown bool
