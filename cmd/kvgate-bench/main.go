@@ -95,6 +95,7 @@ type loadFlags struct {
 	rate, speed                           float64
 	concurrency, maxRequests              int
 	duration                              time.Duration
+	slo                                   loadgen.SLO // goodput targets; zero: no goodput
 }
 
 func (l *loadFlags) register(fs *flag.FlagSet) {
@@ -108,12 +109,14 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.concurrency, "concurrency", 0, "closed loop with this many clients instead of timed arrivals")
 	fs.IntVar(&l.maxRequests, "max-requests", 0, "send at most this many requests")
 	fs.DurationVar(&l.duration, "duration", 0, "stop sending after this long")
+	fs.DurationVar(&l.slo.TTFT, "ttft-slo", 0, "goodput: a request's time-to-first-token target (with --tpot-slo: requests/s within both)")
+	fs.DurationVar(&l.slo.TPOT, "tpot-slo", 0, "goodput: a request's time-per-output-token target, after the first")
 }
 
 func (l *loadFlags) options(target string, progress io.Writer) (loadgen.Options, error) {
 	o := loadgen.Options{Target: strings.TrimSuffix(target, "/"), API: l.api, Model: l.model, APIKey: l.apiKey,
 		Speed: l.speed, Rate: l.rate, Concurrency: l.concurrency, Duration: l.duration, MaxRequests: l.maxRequests,
-		Progress: progress}
+		Progress: progress, SLO: l.slo}
 	if l.api != "openai-completions" {
 		tok, err := tokenize.Builtin()
 		if err != nil {
@@ -165,6 +168,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func printResult(w io.Writer, name string, r *loadgen.Result) {
 	fmt.Fprintf(w, "%-14s %5d ok %3d err  TTFT p50 %7.0f p99 %7.0f ms  ITL p50 %5.1f ms  e2e p99 %7.0f ms  %6.2f req/s  hit %.3f  imbalance %.2f\n",
 		name, r.Requests, r.Errors, r.TTFT.P50, r.TTFT.P99, r.ITL.P50, r.E2E.P99, r.RequestsPerS, r.PrefixHitRate, r.Imbalance)
+	if g := r.Goodput; g != nil {
+		fmt.Fprintf(w, "%-14s goodput %.3f req/s of %.3f (TTFT <= %s: %d, TPOT <= %s: %d, both: %d of %d)\n",
+			name, g.RequestsPerS, r.RequestsPerS, g.TTFT, g.TTFTMet, g.TPOT, g.TPOTMet, g.Met, r.Requests)
+	}
 	for _, e := range r.FirstErrors {
 		fmt.Fprintf(w, "    error: %s\n", e)
 	}

@@ -38,6 +38,8 @@ type Options struct {
 	MaxRequests int
 	Detokenize  func([]uint32) string
 	Progress    io.Writer
+	// SLO, when set, counts requests within its targets (Result.Goodput).
+	SLO SLO
 }
 
 // Run executes wl against the target.
@@ -68,6 +70,7 @@ func Run(ctx context.Context, o Options, wl *workload.Workload) (*Result, error)
 	target := func(i int) string { return strings.TrimSuffix(strings.TrimSpace(targets[i%len(targets)]), "/") }
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
 	rec := NewRecorder()
+	rec.SetSLO(o.SLO)
 	start := time.Now()
 	stop := progress(ctx, o.Progress, rec, len(reqs), start)
 	defer stop()

@@ -14,6 +14,8 @@ type Recorder struct {
 	ttft, itl, e2e *hdrhistogram.Histogram
 	res            *Result
 	sent           []sentWork
+	slo            SLO     // goodput.go
+	good           Goodput // the counts against slo
 }
 
 // NewRecorder returns an empty recorder.
@@ -49,6 +51,7 @@ func (r *Recorder) OK(engine string, at, ttft, e2e time.Duration, gaps []time.Du
 	res.promptTokens += prompt
 	res.cachedTokens += cached
 	res.outputTokens += output
+	r.judge(ttft, e2e, output) // goodput.go
 	w := res.Engines[engine]
 	w.Requests++
 	w.PromptTokens += prompt
@@ -71,6 +74,7 @@ func (r *Recorder) Finish(wall time.Duration, spec string) *Result {
 	res.TTFT, res.ITL, res.E2E = summarize(r.ttft), summarize(r.itl), summarize(r.e2e)
 	res.Load = loadOverTime(r.sent, wall)
 	res.RequestsPerS = float64(res.Requests) / wall.Seconds()
+	res.Goodput = r.goodput(wall)
 	res.OutputTokensPerS = float64(res.outputTokens) / wall.Seconds()
 	if res.promptTokens > 0 {
 		res.PrefixHitRate = float64(res.cachedTokens) / float64(res.promptTokens)

@@ -56,6 +56,9 @@ type Result struct {
 	promptTokens int
 	cachedTokens int
 	outputTokens int
+
+	// Goodput counts requests against Options.SLO (nil without one).
+	Goodput *Goodput `json:"goodput,omitempty"`
 }
 
 // loadSlices is the number of time slices of Result.Load.
