@@ -80,7 +80,7 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	}
 	if e == nil {
 		t0 := x.now()
-		tokens, prompt, e = g.promptTokens(p.m, req)
+		tokens, prompt, e = g.promptTokens(p.m, req, tenantOf(r))
 		x.tokenized(t0, len(tokens), e)
 	}
 	if e == nil {
@@ -144,11 +144,12 @@ func (g *Gateway) echo(req *genRequest) string {
 
 // promptTokens tokenizes the request's prompt with model m's tokenizer,
 // or renders and tokenizes its conversation (returning the rendered text
-// too), giving up as soon as it is over the prompt limit.
-func (g *Gateway) promptTokens(m *Model, req *api.Request) ([]uint32, string, *api.Error) {
+// too, continuing tenant's earlier turns: chatPrompt), giving up as soon
+// as it is over the prompt limit.
+func (g *Gateway) promptTokens(m *Model, req *api.Request, tenant string) ([]uint32, string, *api.Error) {
 	limit := g.promptCap(m, req.Model)
 	if req.Kind != api.Completion {
-		return g.chatTokens(m, &req.Conversation, limit, req)
+		return g.chatPrompt(m, &req.Conversation, limit, req, tenant)
 	}
 	if !req.Prompt.IsIDs {
 		ids, over, counted := encodeBounded(m.Tok, req.Prompt.Text, true, limit)
@@ -173,27 +174,9 @@ func checkVocab(tok *tokenize.Tokenizer, field string, ids []uint32) *api.Error 
 	return nil
 }
 
-// chatTokens renders and tokenizes a conversation with model m's chat
-// template and tokenizer as the tokenizer's EncodeChat does (added tokens
-// recognised, no post-processor tokens), giving up past limit tokens (0:
-// no limit).
+// chatTokens is chatPrompt for no tenant.
 func (g *Gateway) chatTokens(m *Model, c *api.Conversation, limit int, req *api.Request) ([]uint32, string, *api.Error) {
-	tmpl := m.Tok.Chat()
-	if tmpl == nil {
-		return nil, "", api.BadRequest("messages", "the tokenizer of this model has no chat template")
-	}
-	text, err := tmpl.Render(&tokenize.ChatInput{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt, Extra: c.Kwargs})
-	if err != nil {
-		return nil, "", api.BadRequest("messages", err.Error())
-	}
-	if limit <= 0 {
-		return m.Tok.Encode(nil, text, false), text, nil
-	}
-	ids, over, counted := encodeBounded(m.Tok, text, false, limit)
-	if over {
-		return nil, "", g.overPrompt(m, req, counted)
-	}
-	return ids, text, nil
+	return g.chatPrompt(m, c, limit, req, "")
 }
 
 // connecting reports whether some engine has never completed a handshake,

@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
 )
 
 // tokenizeEndpoint serves vLLM's POST /tokenize: prompt or messages in,
@@ -64,4 +65,36 @@ func (g *Gateway) tokenizerOf(model string) (string, *Model, *api.Error) {
 		return "", nil, e // 404, 503 while connecting, or no tokenizer
 	}
 	return "", nil, api.NotFound("model " + model + " has no tokenizer here")
+}
+
+// chatPrompt renders and tokenizes a conversation with model m's chat
+// template and tokenizer as the tokenizer's EncodeChat does (added tokens
+// recognised, no post-processor tokens), giving up past limit tokens (0:
+// no limit). A turn that continues one rendered before for the same
+// tenant renders only its new messages and reuses that turn's ids
+// (tokenize.RenderChat), unless it is long enough to be counted in
+// windows first.
+func (g *Gateway) chatPrompt(m *Model, c *api.Conversation, limit int, req *api.Request, tenant string) ([]uint32, string, *api.Error) {
+	if m.Tok.Chat() == nil {
+		return nil, "", api.BadRequest("messages", "the tokenizer of this model has no chat template")
+	}
+	p, err := m.Tok.RenderChat(&tokenize.ChatInput{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: c.AddGenerationPrompt,
+		Extra: c.Kwargs, Tenant: tenant})
+	if err != nil {
+		return nil, "", api.BadRequest("messages", err.Error())
+	}
+	if limit <= 0 || len(p.Text) <= bytesPerTokenBound*limit {
+		return p.Encode(nil), p.Text, nil
+	}
+	ids, over, counted := encodeBounded(m.Tok, p.Text, false, limit)
+	if over {
+		return nil, "", g.overPrompt(m, req, counted)
+	}
+	return ids, p.Text, nil
+}
+
+// tenantOf is whose conversation a request carries, as the chat render
+// cache keeps them apart: the credentials it presented, as sent.
+func tenantOf(r *httpx.Request) string {
+	return r.Header.Get("Authorization") + "\x00" + r.Header.Get("x-api-key")
 }
