@@ -53,6 +53,12 @@ func anthropicImage(img []byte) string {
 		model, base64.StdEncoding.EncodeToString(img), afterImage)
 }
 
+// responsesImage is openAIImage's message as a Responses input_image.
+func responsesImage(img []byte) string {
+	return fmt.Sprintf(`{"model":%q,"max_output_tokens":4,"input":[{"role":"user","content":[{"type":"input_image","image_url":%q},`+
+		`{"type":"input_text","text":%q}]}]}`, model, dataURLOf(img), afterImage)
+}
+
 // placedRequest decodes body with decode and reads, renders and places
 // its images as the gateway does before routing.
 func placedRequest(t *testing.T, g *Gateway, m *Model, decode func([]byte, api.ModelCheck) (*api.Request, *api.Error), body string) *genRequest {
@@ -136,6 +142,9 @@ func servedOf(t *testing.T, resp *http.Response, raw string) served {
 			PromptDetails struct {
 				CachedTokens int `json:"cached_tokens"`
 			} `json:"prompt_tokens_details"`
+			InputDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
 		}
 	}
 	if err := json.Unmarshal([]byte(raw), &out); err != nil || resp.StatusCode != http.StatusOK {
@@ -143,5 +152,5 @@ func servedOf(t *testing.T, resp *http.Response, raw string) served {
 	}
 	u := out.Usage
 	return served{engine: resp.Header.Get("x-kvgate-engine"), prompt: u.PromptTokens + u.InputTokens,
-		cached: u.PromptDetails.CachedTokens + u.CacheRead, choices: len(out.Choices)}
+		cached: u.PromptDetails.CachedTokens + u.InputDetails.CachedTokens + u.CacheRead, choices: len(out.Choices)}
 }

@@ -84,11 +84,11 @@ func TestImageBlockKeys(t *testing.T) {
 }
 
 // Images reach the engines with their keys: a repeat of a prompt with an
-// image, through either API, lands on the engine that served it and is
-// cached past the image (cached_tokens covers it); the same text with
-// another image is cached only before the image's first block; the
-// choices of n > 1 carry the image too (the engine they ran on holds
-// the image's blocks under its keys).
+// image, through any API (Chat, Messages, Responses), lands on the
+// engine that served it and is cached past the image (cached_tokens
+// covers it); the same text with another image is cached only before
+// the image's first block; the choices of n > 1 carry the image too (the
+// engine they ran on holds the image's blocks under its keys).
 func TestImagesServedWithKeys(t *testing.T) {
 	gw := imageGateway(t, media.Resolver{}, nil, nil, nil)
 	a, b, c := patternPNG(t, 640, 480, 1), patternPNG(t, 640, 480, 2), patternPNG(t, 640, 480, 3)
@@ -106,6 +106,7 @@ func TestImagesServedWithKeys(t *testing.T) {
 	for _, rep := range []struct{ path, body string }{
 		{"/v1/chat/completions", openAIImage(a, "")},
 		{"/v1/messages", anthropicImage(a)},
+		{"/v1/responses", responsesImage(a)},
 	} {
 		again := serve(t, gw.testGateway, rep.path, rep.body)
 		if again.engine != first.engine || again.cached < throughImage {
