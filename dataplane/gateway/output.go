@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/kvgate/kvgate/dataplane/api"
@@ -33,6 +34,9 @@ type output struct {
 	started bool
 	buf     []byte // reused: Chunk copies what it sends
 }
+
+// bodyBufs holds buffers whole (non-streamed) bodies are encoded into.
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (o *output) goneC() <-chan struct{} { return o.w.Gone() }
 
@@ -71,7 +75,16 @@ func (o *output) delta(p api.Piece) error {
 // finish ends the response.
 func (o *output) finish(e api.End) error {
 	if !o.enc.Streaming() {
-		return finishJSON(o.w, 200, o.enc.Close(o.buf[:0], e))
+		// The writer copies the body: its buffer goes back to the pool at
+		// once (a body built from nil grew 4-5 times, 12% of the bytes
+		// a 1-token completion allocated under wrk).
+		b := bodyBufs.Get().(*[]byte)
+		*b = o.enc.Close((*b)[:0], e)
+		err := finishJSON(o.w, 200, *b)
+		if cap(*b) <= 64<<10 {
+			bodyBufs.Put(b)
+		}
+		return err
 	}
 	if err := o.chunk(o.enc.Close(o.buf[:0], e)); err != nil {
 		return err
