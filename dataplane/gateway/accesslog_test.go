@@ -99,7 +99,13 @@ func TestAccessLogOnePerRequest(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("%d access lines for 4 requests: %+v", len(lines), lines)
 	}
-	chat := lines[0]
+	// A line is written once its response is done, which can be after the
+	// client has read it and sent the next request: find lines by id.
+	byID := make(map[string]accessLine, len(lines))
+	for _, l := range lines {
+		byID[l.Request] = l
+	}
+	chat := byID[resp.Header.Get("x-request-id")]
 	want := accessLine{Msg: "access", Request: resp.Header.Get("x-request-id"), Method: "POST", Path: "/v1/chat/completions",
 		API: "chat.completions", Model: model, Engine: resp.Header.Get("x-kvgate-engine"), Policy: "kv", Routes: 1,
 		Prompt: usage.Usage.Prompt, Cached: usage.Usage.Details.Cached, Completion: usage.Usage.Completion, Status: 200}
@@ -111,14 +117,14 @@ func TestAccessLogOnePerRequest(t *testing.T) {
 	if _, _, err := net.SplitHostPort(chat.Client); err != nil || chat.TTFT <= 0 || chat.Duration < chat.TTFT || chat.Completion != 5 {
 		t.Fatalf("chat access line: client %q, ttft %v ms, duration %v ms, completion %d", chat.Client, chat.TTFT, chat.Duration, chat.Completion)
 	}
-	if s := lines[1]; s.Request != streamed.Header.Get("x-request-id") || !s.Stream || s.API != "completions" || s.Status != 200 ||
+	if s := byID[streamed.Header.Get("x-request-id")]; s.Request != streamed.Header.Get("x-request-id") || !s.Stream || s.API != "completions" || s.Status != 200 ||
 		s.Completion != 4 || s.Engine == "" || s.Prompt == 0 {
 		t.Fatalf("streamed access line %+v", s)
 	}
-	if b := lines[2]; b.Request != bad.Header.Get("x-request-id") || b.Status != 400 || b.Model != "" || b.Routes != 0 || b.Engine != "" || b.Error == "" {
+	if b := byID[bad.Header.Get("x-request-id")]; b.Request != bad.Header.Get("x-request-id") || b.Status != 400 || b.Model != "" || b.Routes != 0 || b.Engine != "" || b.Error == "" {
 		t.Fatalf("undecodable request's access line %+v", b)
 	}
-	if u := lines[3]; u.Request != unknown.Header.Get("x-request-id") || u.Status != 404 || u.Routes != 0 || !strings.Contains(u.Error, "no-such-model") {
+	if u := byID[unknown.Header.Get("x-request-id")]; u.Request != unknown.Header.Get("x-request-id") || u.Status != 404 || u.Routes != 0 || !strings.Contains(u.Error, "no-such-model") {
 		t.Fatalf("unknown model's access line %+v", u)
 	}
 	waitInflightZero(t, gw.srv)
