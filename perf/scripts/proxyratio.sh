@@ -61,16 +61,16 @@ cpus=()
 bratios=()
 bcpus=()
 for r in $(seq "$rounds"); do
-  prof=
-  if [ "$r" = 1 ] && [ -n "${PROFILE:-}" ]; then
-    curl -s "http://127.0.0.1:19090/debug/pprof/profile?seconds=$((secs > 6 ? 5 : secs - 1))" -o "$PROFILE" &
-    prof=$!
-  fi
   if [ -n "$basepid" ]; then
     t0=$(cputicks "$basepid")
     read -r brps bp99 breqs < <(run 18090)
     bcpu=$(cpuper "$(( $(cputicks "$basepid") - t0 ))" "$breqs")
     bcpus+=("$bcpu")
+  fi
+  prof= # started after the base kvgate's turn, so it covers kvgate's
+  if [ "$r" = 1 ] && [ -n "${PROFILE:-}" ]; then
+    curl -s "http://127.0.0.1:19090/debug/pprof/profile?seconds=$((secs > 6 ? 5 : secs - 1))" -o "$PROFILE" &
+    prof=$!
   fi
   t0=$(cputicks)
   read -r krps kp99 kreqs < <(run 18080)
