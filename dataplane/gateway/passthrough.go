@@ -3,10 +3,10 @@ package gateway
 import (
 	"context"
 	"errors"
-
 	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/passthrough"
+	"github.com/kvgate/kvgate/kvstore"
 )
 
 // passthrough serves req with an HTTP engine when no wire engine serves
@@ -26,7 +26,11 @@ func (g *Gateway) passthrough(w *httpx.ResponseWriter, r *httpx.Request, req *ge
 		case <-ctx.Done():
 		}
 	}()
-	status, _, err := g.Passthrough.Serve(ctx, w, r, req.Model, req.tokens)
+	var keys *kvstore.Keys
+	if mm := req.mmKeys(); mm != nil {
+		keys = &kvstore.Keys{MM: mm} // media_send.go: the images, so prompts with other images are other prefixes
+	}
+	status, _, err := g.Passthrough.Serve(ctx, w, r, req.Model, req.tokens, keys)
 	if errors.Is(err, passthrough.ErrNoEngine) || errors.Is(err, passthrough.ErrUnavailable) {
 		return writeError(w, flavor, &api.Error{Status: 503, Type: "service_unavailable", Message: err.Error(), RetryAfter: 1}), true
 	}

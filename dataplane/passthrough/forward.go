@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/httpx"
+	"github.com/kvgate/kvgate/kvstore"
 )
 
 // ErrUnavailable: the engine could not be reached; nothing was sent to
@@ -19,9 +20,11 @@ var ErrUnavailable = errors.New("passthrough: engine unavailable")
 // response to the client unchanged but for its hop-by-hop fields. Before anything reached the client it
 // returns ErrNoEngine or ErrUnavailable (the caller answers); afterwards
 // it returns the engine's status, and a failure mid-response closes the
-// client connection. engine is the chosen engine's URL.
-func (p *Pool) Serve(ctx context.Context, w *httpx.ResponseWriter, r *httpx.Request, model string, tokens []uint32) (status int, engine string, err error) {
-	e, release, err := p.pick(model, tokens)
+// client connection. engine is the chosen engine's URL. keys (nil: none)
+// are the prompt's block-hash extra keys, its images' for one, so that two
+// prompts that differ in an image are not taken for one prefix.
+func (p *Pool) Serve(ctx context.Context, w *httpx.ResponseWriter, r *httpx.Request, model string, tokens []uint32, keys *kvstore.Keys) (status int, engine string, err error) {
+	e, release, err := p.pick(model, tokens, keys)
 	if err != nil {
 		return 0, "", err
 	}

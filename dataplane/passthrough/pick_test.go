@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/ebpf"
+	"github.com/kvgate/kvgate/kvstore"
 )
 
 // modelsEngine is an HTTP engine that only lists model m.
@@ -56,7 +57,7 @@ func TestPickSpreadsNearTies(t *testing.T) {
 	}
 	pick := func(tokens []uint32) *Engine {
 		t.Helper()
-		e, release, err := p.pick("m", tokens)
+		e, release, err := p.pick("m", tokens, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,5 +90,41 @@ func TestPickSpreadsNearTies(t *testing.T) {
 		if e.InflightRequests() != 0 || e.InflightPrefill() != 0 {
 			t.Fatalf("%s: %d requests, %d prefill tokens in flight after all were released", e.URL, e.InflightRequests(), e.InflightPrefill())
 		}
+	}
+}
+
+// TestPickHashesImages: the blocks a pick records carry the prompt's
+// image keys, so the same text with another image matches only the
+// blocks before the image, and the same image matches the whole prompt.
+func TestPickHashesImages(t *testing.T) {
+	p := healthyPool(t, modelsEngine(t).URL)
+	tokens := make([]uint32, 512)
+	for i := range tokens {
+		tokens[i] = uint32(i + 1)
+	}
+	image := func(key uint64) *kvstore.Keys {
+		return &kvstore.Keys{MM: []kvstore.MMItem{{Offset: 256, Length: 64, Hash: key}}}
+	}
+	e, release, err := p.pick("m", tokens, image(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	h, err := p.hasher("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	depth := func(keys *kvstore.Keys) int {
+		hs, err := h.Hash(nil, tokens, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := make([]kvstore.Match, 1)
+		p.index.Match(hs, []kvstore.Slot{e.slot}, m)
+		return m[0].Depth()
+	}
+	if same, other, plain := depth(image(1)), depth(image(2)), depth(nil); same != 512/BlockSize || other != 256/BlockSize || plain != 256/BlockSize {
+		t.Fatalf("recorded blocks matched: same image %d, other image %d, no image %d; want %d, %d, %d",
+			same, other, plain, 512/BlockSize, 256/BlockSize, 256/BlockSize)
 	}
 }

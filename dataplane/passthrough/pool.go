@@ -209,12 +209,12 @@ func (p *Pool) hasher(model string) (*kvstore.Hasher, error) {
 // flight there, near-ties broken at random as on the wire path
 // (route.Weights.PickNearTie); the prompt's blocks are then recorded for
 // the choice. The returned function releases the request's load.
-func (p *Pool) pick(model string, tokens []uint32) (*Engine, func(), error) {
+func (p *Pool) pick(model string, tokens []uint32, keys *kvstore.Keys) (*Engine, func(), error) {
 	h, err := p.hasher(model)
 	if err != nil {
 		return nil, nil, err
 	}
-	hs, err := h.Hash(nil, tokens, nil)
+	hs, err := h.Hash(nil, tokens, keys)
 	if err != nil {
 		return nil, nil, err
 	}
