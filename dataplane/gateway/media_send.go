@@ -85,27 +85,40 @@ func (req *genRequest) addMedia(gen *wire.Generate) {
 // routeFailure is the client's answer when no engine could be chosen: a
 // request with images that the model's ready engines cannot take is
 // refused naming its first image, whatever else it needs; the rest as
-// routeError says.
+// routeError says. Engines that take images but only prefill (role
+// PREFILL) cannot serve one alone, and a split needs a decode side that
+// takes them too: with no other engine taking images, the request is the
+// same 400, saying so, not a 503 that invites the client to retry.
 func (g *Gateway) routeFailure(err error, req *genRequest) *api.Error {
 	images := req.images()
 	if len(images) == 0 || !errors.Is(err, route.ErrNoEngine) {
 		return routeError(err, req)
 	}
-	ready, multimodal := 0, 0
+	ready, whole, prefillOnly := 0, 0, 0 // ready; of them taking images: whole requests, prefill only
 	for _, e := range g.Pool.Engines() {
-		if e.Ready() && e.Serves(req.Model) {
-			ready++
-			if e.Features()&wire.FeatureMultimodal != 0 {
-				multimodal++
-			}
+		if !e.Ready() || !e.Serves(req.Model) {
+			continue
+		}
+		ready++
+		if e.Features()&wire.FeatureMultimodal == 0 {
+			continue
+		}
+		if role, err := wire.RoleOf(e.Features()); err == nil && role == wire.RolePrefill {
+			prefillOnly++
+		} else {
+			whole++
 		}
 	}
-	if ready == 0 || multimodal > 0 {
+	if ready == 0 || whole > 0 {
 		return routeError(err, req) // none ready (503), or the images were not what was missing
 	}
 	first := images[0].Field
-	return api.BadRequest(first, fmt.Sprintf("%s: engines of model %s do not accept images (none of its %d ready engines announces the wire protocol's MULTIMODAL feature)",
-		first, req.Model, ready))
+	why := fmt.Sprintf("none of its %d ready engines announces the wire protocol's MULTIMODAL feature", ready)
+	if prefillOnly > 0 {
+		why = fmt.Sprintf("the %d of its %d ready engines that announce the wire protocol's MULTIMODAL feature are prefill-only, "+
+			"and no engine that takes images serves a request whole or decodes one", prefillOnly, ready)
+	}
+	return api.BadRequest(first, fmt.Sprintf("%s: engines of model %s do not accept images (%s)", first, req.Model, why))
 }
 
 // checkMediaWire refuses images no engine can take, naming the part: an
