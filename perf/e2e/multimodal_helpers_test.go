@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -43,6 +44,32 @@ func visionModelDir(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// visionFlags are kvgate's flags for serving visionModel: its model
+// directory (visionModelDir) and Qwen2.5-VL's image processor.
+func visionFlags(t *testing.T) []string {
+	t.Helper()
+	return []string{"--model", visionModel + "=" + visionModelDir(t), "--media-processor", visionModel + "=qwen2.5-vl"}
+}
+
+// visionEngines starts n zero-cost kvgate-sim engines of visionModel that
+// take images, mm-0 to mm-(n-1), and returns their addresses.
+func visionEngines(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for i := range n {
+		addrs = append(addrs, startVisionSim(t, fmt.Sprintf("mm-%d", i)))
+	}
+	return addrs
+}
+
+// startVisionSim starts one zero-cost kvgate-sim engine of visionModel
+// named id, with extra flags, and returns its address.
+func startVisionSim(t *testing.T, id string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"--listen", "127.0.0.1:0", "--model", visionModel, "--profile", "zero", "--id", id}, extra...)
+	return start(t, "kvgate-sim", args...).waitLog(t, "serving")["addr"].(string)
 }
 
 // grayPNG is a w x h grey PNG whose pixels depend on seed: images of one

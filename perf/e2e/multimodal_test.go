@@ -36,16 +36,9 @@ var questions = []string{
 // block. The engine without images never serves one, and a kvgate whose
 // only engine takes no images refuses them with a 400 naming the part.
 func TestMultimodalConversation(t *testing.T) {
-	dir := visionModelDir(t)
-	common := []string{"--listen", "127.0.0.1:0", "--model", visionModel, "--profile", "zero"}
-	var addrs []string
-	for i := range 3 {
-		p := start(t, "kvgate-sim", append(common, "--id", fmt.Sprintf("mm-%d", i))...)
-		addrs = append(addrs, p.waitLog(t, "serving")["addr"].(string))
-	}
-	text := start(t, "kvgate-sim", append(common, "--id", "text-0", "--multimodal=false")...)
-	textAddr := text.waitLog(t, "serving")["addr"].(string)
-	vision := []string{"--model", visionModel + "=" + dir, "--media-processor", visionModel + "=qwen2.5-vl"}
+	addrs := visionEngines(t, 3)
+	textAddr := startVisionSim(t, "text-0", "--multimodal=false")
+	vision := visionFlags(t)
 	_, base := startKvgate(t, append(vision, "--engine", strings.Join(append(addrs, textAddr), ","))...)
 	waitEngines(t, admins[base], 4)
 
