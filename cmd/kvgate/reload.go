@@ -20,16 +20,18 @@ import (
 )
 
 // liveFlags are the flags a reload applies while serving: API keys, the
-// log level, the engine list, the routing weights and the --model models. A change the config
+// log level, the engine list, the routing weights (the split targets
+// among them) and the --model models. A change the config
 // file makes to any other flag is refused: logged with the flag's name,
 // the value in force kept until a restart.
 var liveFlags = map[string]bool{"api-key": true, "api-key-file": true, "log-level": true, "engine": true,
 	"prefill-rate": true, "cpu-block-cost": true, "decode-weight": true, "tie-fraction": true,
-	"report-delay": true, "max-inflight": true, "model": true}
+	"report-delay": true, "max-inflight": true, "split-ttft-target": true, "split-tpot-target": true, "model": true}
 
 // weightFlags are the routing weights among liveFlags, in the order a
 // reload reports them.
-var weightFlags = []string{"prefill-rate", "cpu-block-cost", "decode-weight", "tie-fraction", "report-delay", "max-inflight"}
+var weightFlags = []string{"prefill-rate", "cpu-block-cost", "decode-weight", "tie-fraction", "report-delay", "max-inflight",
+	"split-ttft-target", "split-tpot-target"}
 
 // keySetter is where reloaded API keys go (gateway.Gateway).
 type keySetter interface{ SetAPIKeys(map[string]bool) }

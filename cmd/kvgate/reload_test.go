@@ -115,16 +115,16 @@ func TestReloadWeights(t *testing.T) {
 	router := route.New(pool, route.PolicyKV, c.weights)
 	r := newReloader(c, &keyRecorder{}, router, pool, slog.New(slog.DiscardHandler))
 
-	write("engine=127.0.0.1:1\nprefill-rate=120\ndecode-weight=0.2\nmax-inflight=64\ntie-fraction=0.5\n")
+	write("engine=127.0.0.1:1\nprefill-rate=120\ndecode-weight=0.2\nmax-inflight=64\ntie-fraction=0.5\nsplit-tpot-target=100ms\n")
 	res, err := r.reload("test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"--prefill-rate", "--decode-weight", "--max-inflight"}; !slices.Equal(res.Applied, want) || len(res.Refused) != 0 {
+	if want := []string{"--prefill-rate", "--decode-weight", "--max-inflight", "--split-tpot-target"}; !slices.Equal(res.Applied, want) || len(res.Refused) != 0 {
 		t.Fatalf("applied %v refused %v, want %v and none", res.Applied, res.Refused, want)
 	}
 	w := router.Weights()
-	if w.PrefillTokensPerMs != 120 || w.DecodeMsPerKToken != 0.2 || w.MaxInflight != 64 || w.TieFraction != 0.1 {
+	if w.PrefillTokensPerMs != 120 || w.DecodeMsPerKToken != 0.2 || w.MaxInflight != 64 || w.TieFraction != 0.1 || w.SplitTargets.TPOT != 100*time.Millisecond {
 		t.Fatalf("weights in force %+v (tie fraction is on the command line: 0.1)", w)
 	}
 
