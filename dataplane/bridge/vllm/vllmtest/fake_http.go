@@ -41,7 +41,6 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	cached := f.admit(lora, req.Prompt)
 	w.Header().Set("Content-Type", "text/event-stream")
-	fl, _ := w.(http.Flusher)
 	// As vLLM's completion stream (entrypoints/openai/completion/serving.py
 	// at 030ea52e): continuous usage chunks carry counts only; the cached
 	// tokens come in the final usage chunk, and only when non-zero (with
@@ -53,16 +52,7 @@ func (f *Fake) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		return u
 	}
-	send := func(v any) bool {
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return r.Context().Err() == nil
-	}
+	send := sseSender(w, r)
 	toks := f.nixlTokens(body, generated(req.Prompt, req.MaxTokens))
 	for i, tok := range toks {
 		if f.nixlDies(w, i) {
@@ -193,5 +183,21 @@ func (f *Fake) models(maxModelLen int) http.HandlerFunc {
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": cards})
+	}
+}
+
+// sseSender writes one SSE event of v's JSON to w and flushes it; false
+// once the client has gone.
+func sseSender(w http.ResponseWriter, r *http.Request) func(v any) bool {
+	fl, _ := w.(http.Flusher)
+	return func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return r.Context().Err() == nil
 	}
 }

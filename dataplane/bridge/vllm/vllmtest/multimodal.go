@@ -276,17 +276,7 @@ func (f *Fake) tokensIn(w http.ResponseWriter, r *http.Request) {
 // streamTokens streams toks as GenerateStreamResponse chunks.
 func (f *Fake) streamTokens(w http.ResponseWriter, r *http.Request, q *tokensReq, toks []uint32, cached int) {
 	w.Header().Set("Content-Type", "text/event-stream")
-	fl, _ := w.(http.Flusher)
-	send := func(v any) bool {
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return r.Context().Err() == nil
-	}
+	send := sseSender(w, r)
 	usage := func(n int) map[string]any {
 		return map[string]any{"prompt_tokens": len(q.TokenIDs), "completion_tokens": n, "total_tokens": len(q.TokenIDs) + n}
 	}
