@@ -24,6 +24,10 @@ type Limits struct {
 	// MaxMediaItemBytes bounds one media item's bytes, MaxMediaBytes the
 	// sum over one GENERATE's items (media.go); 0: the default.
 	MaxMediaItemBytes, MaxMediaBytes int
+	// MaxPendingMediaBytes bounds the media sizes one connection's
+	// GENERATEs declare while their bytes arrive and are checked (an
+	// engine's bound over all its streams; 0: the default).
+	MaxPendingMediaBytes int
 }
 
 // Default limit values (PROTOCOL.md, "Limits").
@@ -38,6 +42,8 @@ const (
 	// request's images make an engine hold.
 	DefaultMaxMediaItemBytes = 32 << 20
 	DefaultMaxMediaBytes     = 64 << 20
+	// DefaultMaxPendingMediaBytes is four requests at DefaultMaxMediaBytes.
+	DefaultMaxPendingMediaBytes = 256 << 20
 	// MaxFrameSizeCeiling is the largest MaxFrameSize Validate accepts.
 	MaxFrameSizeCeiling = 1 << 30
 )
@@ -70,6 +76,8 @@ func DefaultLimits() Limits {
 
 		MaxMediaItemBytes: DefaultMaxMediaItemBytes,
 		MaxMediaBytes:     DefaultMaxMediaBytes,
+
+		MaxPendingMediaBytes: DefaultMaxPendingMediaBytes,
 	}
 }
 
@@ -88,6 +96,7 @@ func (l *Limits) Validate() error {
 	check("MaxListItems", l.MaxListItems, 1, 1<<16)
 	check("MaxMediaItemBytes", l.MaxMediaItemBytes, 0, math.MaxUint32)
 	check("MaxMediaBytes", l.MaxMediaBytes, 0, 1<<40)
+	check("MaxPendingMediaBytes", l.MaxPendingMediaBytes, 0, 1<<40)
 	return errors.Join(errs...)
 }
 

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,11 +14,17 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// mediaFake is a Backend that keeps the media bytes each request came with.
+// mediaFake is a Backend that keeps the media bytes each request came
+// with, and the order of its Generate and Cancel calls.
 type mediaFake struct {
 	fake
-	mu    sync.Mutex
-	media map[uint32][][]byte
+	mu     sync.Mutex
+	media  map[uint32][][]byte
+	events []string // "generate 1", "cancel 1"...
+	// hold, when set, makes Generate of stream holdStream close entered
+	// and wait until hold is closed.
+	hold, entered chan struct{}
+	holdStream    uint32
 }
 
 func (f *mediaFake) Generate(k Key, g *wire.Generate) error {
@@ -26,9 +33,33 @@ func (f *mediaFake) Generate(k Key, g *wire.Generate) error {
 		got = append(got, append([]byte(nil), g.Media.At(i).Data...))
 	}
 	f.mu.Lock()
+	hold, entered := f.hold, f.entered
+	if k.Stream != f.holdStream {
+		hold = nil
+	}
+	f.mu.Unlock()
+	if hold != nil {
+		close(entered)
+		<-hold
+	}
+	f.mu.Lock()
 	f.media[k.Stream] = got
+	f.events = append(f.events, fmt.Sprint("generate ", k.Stream))
 	f.mu.Unlock()
 	return f.fake.Generate(k, g)
+}
+
+func (f *mediaFake) Cancel(k Key) {
+	f.mu.Lock()
+	f.events = append(f.events, fmt.Sprint("cancel ", k.Stream))
+	f.mu.Unlock()
+	f.fake.Cancel(k)
+}
+
+func (f *mediaFake) eventLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.events)
 }
 
 func (f *mediaFake) mediaOf(stream uint32) ([][]byte, bool) {
@@ -38,11 +69,17 @@ func (f *mediaFake) mediaOf(stream uint32) ([][]byte, bool) {
 	return m, ok
 }
 
-func startMedia(t *testing.T, features wire.Feature) (*mediaFake, *wire.Conn) {
+// startMedia serves a mediaFake engine with features; mods change its
+// Config.
+func startMedia(t *testing.T, features wire.Feature, mods ...func(*Config)) (*mediaFake, *wire.Conn) {
 	t.Helper()
 	f := &mediaFake{media: map[uint32][][]byte{}}
-	s := New(Config{Handshake: wire.Handshake{Role: wire.RoleEngine, ID: "e", BlockSize: 16, Models: []string{"m"}, Features: features},
-		DrainTimeout: 5 * time.Second}, f)
+	cfg := Config{Handshake: wire.Handshake{Role: wire.RoleEngine, ID: "e", BlockSize: 16, Models: []string{"m"}, Features: features},
+		DrainTimeout: 5 * time.Second}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	s := New(cfg, f)
 	f.srv = s
 	return f, servetest.Router(t, s)
 }

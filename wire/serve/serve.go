@@ -88,9 +88,9 @@ type conn struct {
 
 	mu      sync.Mutex
 	streams map[uint32]struct{}
-	// media are the GENERATEs waiting for their MEDIA frames (media.go);
-	// the read loop's alone.
-	media map[uint32]*wire.MediaAssembly
+	// media are the GENERATEs waiting for their MEDIA frames, or for
+	// their check (media.go).
+	media mediaState
 }
 
 // New returns a server for be; Serve accepts routers.
@@ -215,6 +215,7 @@ func (s *Server) dropConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
 	s.mu.Unlock()
+	s.stopMedia(c)
 	c.mu.Lock()
 	open := make([]uint32, 0, len(c.streams))
 	for st := range c.streams {
@@ -309,6 +310,7 @@ func (s *Server) handleFrame(c *conn, f wire.Frame) error {
 func (s *Server) refuse(c *conn, stream uint32, code wire.ErrorCode, msg string) {
 	c.mu.Lock()
 	_, open := c.streams[stream]
+	open = open || c.checking(stream)
 	c.mu.Unlock()
 	if open {
 		code, msg = wire.CodeDuplicate, "stream is open"
@@ -326,13 +328,18 @@ func (s *Server) generate(c *conn, stream uint32, g *wire.Generate) {
 		return
 	}
 	c.mu.Lock()
-	if _, open := c.streams[stream]; open {
+	if _, open := c.streams[stream]; open || c.checking(stream) {
 		c.mu.Unlock()
 		_ = c.wc.SendError(stream, wire.CodeDuplicate, "stream is open")
 		return
 	}
 	c.streams[stream] = struct{}{}
 	c.mu.Unlock()
+	s.start(c, stream, g)
+}
+
+// start hands the backend a request whose stream is open.
+func (s *Server) start(c *conn, stream uint32, g *wire.Generate) {
 	if err := s.be.Generate(Key{Conn: c.id, Stream: stream}, g); err != nil {
 		c.mu.Lock()
 		delete(c.streams, stream)
