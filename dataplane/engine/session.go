@@ -52,10 +52,7 @@ func (e *Engine) session(ctx context.Context) error {
 	// an engine holds open.
 	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
 	closeOnDone := context.AfterFunc(hctx, func() { _ = nc.Close() })
-	// The read loop's frames reach their streams through d, whose wakes
-	// go out before each read from the socket (flushingConn).
-	d := newDelivery(e)
-	c, err := wire.Client(hctx, &flushingConn{Conn: nc, d: d}, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
+	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
 		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: e.pool.helloFeatures()},
 		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
 	if !closeOnDone() && err == nil {
@@ -102,7 +99,7 @@ func (e *Engine) session(ctx context.Context) error {
 		_ = c.Close() // a write it has under way fails now
 		<-watched
 	}()
-	err = e.readLoop(ctx, c, d, &heard)
+	err = e.readLoop(ctx, c, &heard)
 	select {
 	case <-silent:
 		return fmt.Errorf("%w (%v)", ErrSilent, err)
@@ -171,13 +168,11 @@ func firstModel(ms []string) string {
 	return ms[0]
 }
 
-// readLoop dispatches frames until the connection fails; d delivers the
-// TOKENS frames (c reads through d's flushingConn). heard counts, for the
-// watcher, each frame read and each frame handled: odd while one is being
-// handled (applying a large snapshot can take a while, and the engine is
-// not silent meanwhile).
-func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, d *delivery, heard *atomic.Uint64) error {
-	defer d.flush() // the frames of the last read, a stream's end among them, reach their consumers
+// readLoop dispatches frames until the connection fails. heard counts,
+// for the watcher, each frame read and each frame handled: odd while one
+// is being handled (applying a large snapshot can take a while, and the
+// engine is not silent meanwhile).
+func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint64) error {
 	lim := &e.pool.cfg.Limits
 	var tok wire.TokensMsg
 	var evs wire.KVEvents
@@ -190,17 +185,12 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, d *delivery, heard 
 		if f.Stream != 0 && controlFrame(f.Type) {
 			return fmt.Errorf("%s on stream %d: %w", f.Type, f.Stream, wire.ErrUnexpectedFrame)
 		}
-		if f.Type != wire.TypeTokens {
-			// Other frames may wait (the index's lock, a PONG's write, a
-			// long snapshot): the tokens delivered so far go out first.
-			d.flush()
-		}
 		switch f.Type {
 		case wire.TypeTokens:
 			if err := wire.DecodeFrame(f, &tok, lim); err != nil {
 				return err
 			}
-			d.tokens(f.Stream, &tok)
+			e.deliverTokens(f.Stream, &tok)
 		case wire.TypeError:
 			var m wire.Error
 			if err := wire.DecodeFrame(f, &m, lim); err != nil {

@@ -39,15 +39,11 @@ type Stream struct {
 	e  *Engine
 	id uint32
 
-	mu    sync.Mutex
-	queue []Event
-	free  []Event       // events Release handed back, for the next frames
-	ready chan struct{} // capacity 1: "queue is not empty"
-	// closed: the last event is queued. It is set under e.mu, with the
-	// stream table; the read loop's cache (delivery) reads it without.
-	closed atomic.Bool
-	// wakeQueued: the stream is in its read loop's wakes (delivery).
-	wakeQueued bool
+	mu     sync.Mutex
+	queue  []Event
+	free   []Event       // events Release handed back, for the next frames
+	ready  chan struct{} // capacity 1: "queue is not empty"
+	closed bool          // the last event is queued; guarded by e.mu for the stream table
 
 	// started (first token seen) and frames (frames delivered) are set by
 	// the read loop; the session's watcher compares frames with seen, its
@@ -85,8 +81,7 @@ func (s *Stream) Release(evs []Event) {
 
 // pushFrame queues a TOKENS frame's event: a plain one (neither first nor
 // last) joins the plain event queued before it; ids are decoded straight
-// into the queue's arrays. The read loop wakes the consumer later, once
-// for all the frames of one read (delivery.flush).
+// into the queue's arrays.
 func (s *Stream) pushFrame(m *wire.TokensMsg) {
 	s.mu.Lock()
 	n := len(s.queue)
@@ -117,6 +112,7 @@ func (s *Stream) pushFrame(m *wire.TokensMsg) {
 	}
 	s.queue = append(s.queue, ev)
 	s.mu.Unlock()
+	s.signal()
 }
 
 // push queues an event that ends the stream (or fails it).
@@ -171,7 +167,6 @@ func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 	if err := c.SendGenerate(s.id, g); err != nil {
 		e.mu.Lock()
 		delete(e.streams, s.id)
-		s.closed.Store(true) // for a read loop that cached it on a frame the engine should not have sent
 		e.mu.Unlock()
 		if c.Err() != nil { // the write failed (or timed out): the connection is done
 			_ = c.Close()
@@ -185,7 +180,7 @@ func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 // Cancel asks the engine to stop the stream; its last event follows on C.
 func (s *Stream) Cancel(reason wire.CancelReason) {
 	s.e.mu.Lock()
-	c, open := s.e.conn, !s.closed.Load()
+	c, open := s.e.conn, !s.closed
 	s.e.mu.Unlock()
 	if open && c != nil {
 		_ = c.Send(s.id, &wire.Cancel{Reason: reason})
@@ -194,6 +189,16 @@ func (s *Stream) Cancel(reason wire.CancelReason) {
 
 // Engine returns the engine serving the stream.
 func (s *Stream) Engine() *Engine { return s.e }
+
+func (e *Engine) deliverTokens(id uint32, m *wire.TokensMsg) {
+	if s := e.open(id, m.Last()); s != nil {
+		if m.First() {
+			s.started.Store(true)
+		}
+		s.frames.Add(1)
+		s.pushFrame(m)
+	}
+}
 
 func (e *Engine) endStream(id uint32, err error) {
 	if s := e.open(id, true); s != nil {
@@ -209,7 +214,7 @@ func (e *Engine) open(id uint32, last bool) *Stream {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.streams[id]
-	if !ok || s.closed.Load() { // ended here already (abandon): only the engine's end is awaited
+	if !ok || s.closed { // ended here already (abandon): only the engine's end is awaited
 		if ok && last {
 			delete(e.streams, id)
 		}
@@ -217,7 +222,7 @@ func (e *Engine) open(id uint32, last bool) *Stream {
 	}
 	if last {
 		delete(e.streams, id)
-		s.closed.Store(true)
+		s.closed = true
 	}
 	return s
 }
@@ -230,8 +235,8 @@ func (e *Engine) abandon(c *wire.Conn, pick func(*Stream) bool, err error, reaso
 	e.mu.Lock()
 	var ended []*Stream
 	for _, s := range e.streams {
-		if !s.closed.Load() && pick(s) {
-			s.closed.Store(true)
+		if !s.closed && pick(s) {
+			s.closed = true
 			ended = append(ended, s)
 		}
 	}
@@ -254,8 +259,8 @@ func (e *Engine) failStreams(err error) {
 	e.conn = nil
 	var open []*Stream
 	for _, s := range streams {
-		if !s.closed.Load() {
-			s.closed.Store(true)
+		if !s.closed {
+			s.closed = true
 			open = append(open, s)
 		}
 	}
