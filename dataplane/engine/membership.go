@@ -161,9 +161,12 @@ func (p *Pool) retire(e *Engine) {
 	}
 	old := e.profile()
 	e.prof.Store(&profile{info: old.info, hasher: old.hasher}) // its slots may go to another engine now
-	e.state.Store(int32(StateDrained))
 	p.mem.mu.Lock()
 	defer p.mem.mu.Unlock()
+	// Drained and retired together, under the membership lock: a Remove
+	// that saw StateDrained must find the engine retired and unlist it
+	// itself, not leave it to this goroutine after Remove has returned.
+	e.state.Store(int32(StateDrained))
 	e.retired = true
 	if e.forget {
 		p.unlistLocked(e)
