@@ -162,35 +162,11 @@ func (p *fastValue) str() (string, error) {
 	return "", errSlowJSON
 }
 
-// unescape decodes a string's single-character escapes; it leaves
-// \u escapes and invalid UTF-8 to encoding/json (ok false).
+// unescape decodes a string body's escapes (unescapeJSON, chat_markers.go);
+// invalid UTF-8 is left to encoding/json (ok false), which replaces it.
 func unescape(s []byte) (string, bool) {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case '"', '\\', '/':
-			out = append(out, s[i])
-		case 'n':
-			out = append(out, '\n')
-		case 't':
-			out = append(out, '\t')
-		case 'r':
-			out = append(out, '\r')
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		default:
-			return "", false
-		}
-	}
-	if !utf8.Valid(out) {
+	out, ok := unescapeJSON(make([]byte, 0, len(s)), s)
+	if !ok || !utf8.Valid(out) {
 		return "", false
 	}
 	return string(out), true
