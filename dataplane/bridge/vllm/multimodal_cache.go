@@ -65,16 +65,11 @@ func (c *RenderCache) put(id [16]byte, p processed) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byID[id]; ok {
-		c.used -= len(el.Value.(*renderEntry).p.data) + processedOverhead
-		c.order.Remove(el)
+		c.removeLocked(el)
 	}
 	c.byID[id] = c.order.PushFront(&renderEntry{id: id, p: p})
 	for c.used += size; c.used > c.limit; {
-		last := c.order.Back()
-		e := last.Value.(*renderEntry)
-		c.order.Remove(last)
-		delete(c.byID, e.id)
-		c.used -= len(e.p.data) + processedOverhead
+		c.removeLocked(c.order.Back())
 	}
 }
 
@@ -85,10 +80,16 @@ func (c *RenderCache) drop(id [16]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byID[id]; ok {
-		c.used -= len(el.Value.(*renderEntry).p.data) + processedOverhead
-		c.order.Remove(el)
-		delete(c.byID, id)
+		c.removeLocked(el)
 	}
+}
+
+// removeLocked takes one entry out of the cache; c.mu is held.
+func (c *RenderCache) removeLocked(el *list.Element) {
+	e := el.Value.(*renderEntry)
+	c.used -= len(e.p.data) + processedOverhead
+	c.order.Remove(el)
+	delete(c.byID, e.id)
 }
 
 // Bytes returns the bytes the cache holds, roughly.
