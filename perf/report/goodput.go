@@ -52,24 +52,24 @@ type GoodputRun struct {
 
 // Series returns the series' names in the order their first run came.
 func (s *GoodputSweep) Series() []string {
-	var names []string
-	for _, r := range s.Runs {
-		if !slices.Contains(names, r.Series) {
-			names = append(names, r.Series)
-		}
-	}
-	return names
+	return firstSeen(s.Runs, func(r GoodputRun) string { return r.Series })
 }
 
 // Loads returns the loads run, in the order they first came.
 func (s *GoodputSweep) Loads() []float64 {
-	var loads []float64
-	for _, r := range s.Runs {
-		if !slices.Contains(loads, r.Load) {
-			loads = append(loads, r.Load)
+	return firstSeen(s.Runs, func(r GoodputRun) float64 { return r.Load })
+}
+
+// firstSeen is the distinct values of key over runs, in the order they
+// first come.
+func firstSeen[T comparable](runs []GoodputRun, key func(GoodputRun) T) []T {
+	var out []T
+	for _, r := range runs {
+		if k := key(r); !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
-	return loads
+	return out
 }
 
 // WriteDir writes goodput.json, README.md (the table) and goodput.svg
