@@ -7,16 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvgate/kvgate/dataplane/engine"
+	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/kvstore"
+	"github.com/kvgate/kvgate/perf/sim"
+	"github.com/kvgate/kvgate/perf/sim/simtest"
 )
 
 // BenchmarkChatTurn20 renders and tokenizes turn 20 of a conversation
 // whose turns 1 to 19 were served before, in order, its messages compact
 // as the gateway passes them: incrementally with the segment cache (the
 // product), in
-// full without caches, the render alone both ways, and end to end as far
-// as the router's index (render, tokenize, hash the blocks, match them
-// against 8 engines, one holding turn 19's blocks).
+// full without caches, the render alone both ways, and end to end in the
+// router (render, tokenize, then route.Router.Route: hash the blocks,
+// match them against 8 engines, one holding turn 19's blocks, score, pick
+// and reserve; the reservation is released each iteration).
 //
 // Each reports cpu-ns/op besides ns/op: the process's CPU time (user and
 // system, all threads, the collector's too) over the loop, which a busy
@@ -95,7 +100,7 @@ func BenchmarkChatTurn20(b *testing.B) {
 		cpu := startCPU()
 		for b.Loop() {
 			dst, _, _ = tok.EncodeChat(dst[:0], in)
-			r.match(dst)
+			r.route(b, dst)
 		}
 		cpu.report(b)
 		r.check(b)
@@ -127,7 +132,7 @@ func BenchmarkChatTurn20(b *testing.B) {
 		cpu := startCPU()
 		for i := range b.N {
 			dst, _, _ = tok.EncodeChat(dst[:0], inputs[i])
-			r.match(dst)
+			r.route(b, dst)
 		}
 		cpu.report(b)
 		r.check(b)
@@ -135,50 +140,63 @@ func BenchmarkChatTurn20(b *testing.B) {
 	})
 }
 
-// turnRouter is the router's side of a turn as far as its index: block
-// hashes, and a match against 8 engines of which the fourth holds the
-// blocks of the previous turn's ids.
+// turnRouter is the router's side of a turn: a route.Router under the kv
+// policy over 8 simulated engines (zero cost, loopback), of which the
+// fourth holds the blocks of the previous turn's ids. Routing hashes the
+// prompt, matches it against all 8, scores and picks, and reserves the
+// pick's load, which each iteration releases.
 type turnRouter struct {
-	hasher *kvstore.Hasher
-	ix     *kvstore.Index
-	cands  []kvstore.Slot
-	out    []kvstore.Match
-	hashes []uint64
-	held   int
+	router *route.Router
+	req    route.Request
+	holder *engine.Engine
+	held   int // blocks the holder holds
+	got    *engine.Engine
+	depth  int // the last decision's
 }
 
 func newTurnRouter(b *testing.B, prevIDs []uint32) *turnRouter {
-	hasher, err := kvstore.NewHasher(kvstore.HashConfig{BlockSize: 16, Seed: 1, Model: "Qwen/Qwen3-8B"})
+	cfgs := make([]sim.Config, 8)
+	addrs := make([]string, len(cfgs))
+	for i := range cfgs {
+		cfgs[i] = sim.DefaultConfig()
+		cfgs[i].ID = fmt.Sprintf("sim-%d", i)
+		cfgs[i].Rank.Profile, cfgs[i].LoadInterval, cfgs[i].Rank.GPUBlocks = sim.ZeroProfile, 0, 1<<18
+		_, addrs[i] = simtest.Serve(b, cfgs[i])
+	}
+	pool := simtest.Pool(b, engine.DefaultConfig(), kvstore.New(kvstore.Options{}), addrs...)
+	r := &turnRouter{router: route.New(pool, route.PolicyKV, route.DefaultWeights()), holder: pool.Engines()[3]}
+	r.req.Model = cfgs[0].Rank.Model
+	held, err := r.holder.Hasher().Hash(nil, prevIDs, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &turnRouter{hasher: hasher, ix: kvstore.New(kvstore.DefaultOptions())}
-	for i := range 8 {
-		slots, err := r.ix.AddEngine(kvstore.EngineConfig{ID: string(rune('a' + i)), Ranks: 1, Capacity: [kvstore.NumTiers]uint64{1 << 20}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r.cands = append(r.cands, slots...)
+	slot, ok := r.holder.Slot()
+	if !ok {
+		b.Fatalf("%s has no slot", r.holder.Addr)
 	}
-	held, _ := hasher.Hash(nil, prevIDs, nil)
-	if err := r.ix.Apply(r.cands[3], []kvstore.Event{{Kind: kvstore.Stored, Hashes: held}}); err != nil {
+	if err := pool.Index().Apply(slot, []kvstore.Event{{Kind: kvstore.Stored, Hashes: held}}); err != nil {
 		b.Fatal(err)
 	}
-	r.held, r.out = len(held), make([]kvstore.Match, len(r.cands))
+	r.held = len(held)
 	return r
 }
 
-// match hashes ids and matches them against the engines.
-func (r *turnRouter) match(ids []uint32) {
-	r.hashes, _ = r.hasher.Hash(r.hashes[:0], ids, nil)
-	r.ix.Match(r.hashes, r.cands, r.out)
+// route routes a request of ids and releases its reservation.
+func (r *turnRouter) route(b *testing.B, ids []uint32) {
+	r.req.Tokens = ids
+	d, err := r.router.Route(&r.req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.got, r.depth = d.Engine, d.Match.Depth()
+	d.Done()
 }
 
-// check fails b unless the fourth engine matched every block it holds
-// (the previous turn's: the ids of the turn start with them).
+// check fails b unless the last turn went to the fourth engine on every
+// block it holds (the previous turn's: the ids of the turn start with them).
 func (r *turnRouter) check(b *testing.B) {
-	if int(r.out[3].Blocks[0]) != r.held {
-		b.Fatalf("engine 3 matched %d blocks of %d", r.out[3].Blocks[0], r.held)
+	if r.got != r.holder || r.depth != r.held {
+		b.Fatalf("routed to %s on %d blocks; want %s on %d", r.got.Addr, r.depth, r.holder.Addr, r.held)
 	}
 }
 
