@@ -160,7 +160,7 @@ func newTurnRouter(b *testing.B, prevIDs []uint32) *turnRouter {
 	for i := range cfgs {
 		cfgs[i] = sim.DefaultConfig()
 		cfgs[i].ID = fmt.Sprintf("sim-%d", i)
-		cfgs[i].Rank.Profile, cfgs[i].LoadInterval, cfgs[i].Rank.GPUBlocks = sim.ZeroProfile, 0, 1<<18
+		cfgs[i].Rank.Profile, cfgs[i].LoadInterval = sim.ZeroProfile, 0
 		_, addrs[i] = simtest.Serve(b, cfgs[i])
 	}
 	pool := simtest.Pool(b, engine.DefaultConfig(), kvstore.New(kvstore.Options{}), addrs...)
