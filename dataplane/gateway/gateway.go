@@ -187,9 +187,7 @@ func writeJSON(w *httpx.ResponseWriter, status int, body []byte) int {
 // finishJSON sends a whole JSON response.
 func finishJSON(w *httpx.ResponseWriter, status int, body []byte) error {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-	return w.Finish()
+	return w.FinishBody(status, body)
 }
 
 // writeError sends e in the flavor's shape and returns its status.

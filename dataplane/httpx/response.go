@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -99,23 +100,74 @@ func (w *ResponseWriter) chunkPaced(p []byte) error {
 
 // Finish completes the response and lets the connection serve its next request.
 func (w *ResponseWriter) Finish() error {
+	if w.finished || w.streaming {
+		return w.end()
+	}
+	body := w.body
+	w.body = nil
+	return w.finishWhole(body)
+}
+
+// FinishBody completes a whole response with body as all of its content
+// (after anything Write appended), in one copy: body is written straight
+// after the head into the message that goes to the connection, and may be
+// reused once FinishBody returns. A streamed response only ends, as Finish.
+func (w *ResponseWriter) FinishBody(status int, body []byte) error {
+	if w.finished || w.streaming {
+		return w.end()
+	}
+	w.status = status
+	if len(w.body) > 0 {
+		body = append(w.body, body...)
+	}
+	w.body = nil
+	return w.finishWhole(body)
+}
+
+// end is Finish for a response that is over or streamed.
+func (w *ResponseWriter) end() error {
 	if w.finished {
 		return nil
 	}
 	w.finished = true
-	if w.streaming {
-		return w.finishStream()
-	}
+	return w.finishStream()
+}
+
+// msgBufs holds the messages whole responses are written into; one goes
+// back once the loop has written it (gnet copies what the socket did not
+// take).
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledMsg is the largest message kept in msgBufs.
+const maxPooledMsg = 64 << 10
+
+// finishWhole sends a whole response: its head, then body.
+func (w *ResponseWriter) finishWhole(body []byte) error {
+	w.finished = true
 	defer w.st.srv.active.Add(-1)
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	msg := w.head(len(w.body), len(w.body))
-	if w.req.Method != "HEAD" { // RFC 9110 9.3.2: the head a GET would get, no content
-		msg = append(msg, w.body...)
+	size := headRoom + len(body)
+	var msg []byte
+	var pooled *[]byte
+	if size <= maxPooledMsg {
+		pooled = msgBufs.Get().(*[]byte)
+		msg = (*pooled)[:0]
+	} else {
+		msg = make([]byte, 0, size)
 	}
-	w.body = nil
-	err := w.sendPaced(msg)
+	msg = w.appendHead(msg, len(body))
+	if w.req.Method != "HEAD" { // RFC 9110 9.3.2: the head a GET would get, no content
+		msg = append(msg, body...)
+	}
+	var err error
+	if pooled != nil && len(msg) <= max(w.st.srv.cfg.MaxPendingWrite/2, 1) {
+		*pooled = msg
+		err = w.sendOne(msg, pooled)
+	} else {
+		err = w.sendPaced(msg)
+	}
 	st := w.st
 	if err != nil || w.req.close || st.srv.closing.Load() {
 		_ = st.c.CloseWithCallback(nil)
@@ -166,9 +218,17 @@ func (w *ResponseWriter) Abort() {
 	_ = w.st.c.CloseWithCallback(nil)
 }
 
-// head is the response's head, with room for more bytes after it.
+// headRoom is what a head usually takes: the room a message has for it.
+const headRoom = 256
+
+// head is a streamed response's head, in a buffer of its own.
 func (w *ResponseWriter) head(contentLength, room int) []byte {
-	b := make([]byte, 0, 256+room)
+	return w.appendHead(make([]byte, 0, headRoom+room), contentLength)
+}
+
+// appendHead appends the response's head to b; a negative contentLength
+// leaves Content-Length out.
+func (w *ResponseWriter) appendHead(b []byte, contentLength int) []byte {
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(b, ' ')
@@ -208,7 +268,10 @@ func safeValue(v string) bool {
 
 // send queues b for the client; a client with more than MaxPendingWrite
 // waiting for it is not reading, and is cut off.
-func (w *ResponseWriter) send(b []byte) error {
+func (w *ResponseWriter) send(b []byte) error { return w.sendOne(b, nil) }
+
+// sendOne is send, putting release back in msgBufs once b is written.
+func (w *ResponseWriter) sendOne(b []byte, release *[]byte) error {
 	st := w.st
 	if st.closed.Load() {
 		return ErrClientGone
@@ -224,6 +287,10 @@ func (w *ResponseWriter) send(b []byte) error {
 		// On the event loop: the one place OutboundBuffered may be read.
 		st.outbound.Store(int64(c.OutboundBuffered()))
 		st.pending.Add(-n)
+		if release != nil && cap(*release) <= maxPooledMsg {
+			*release = (*release)[:0]
+			msgBufs.Put(release)
+		}
 		return nil
 	})
 }
