@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/api"
@@ -100,7 +101,10 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if req.N > 1 {
 		return g.fanOut(w, gr)
 	}
-	return g.run(w, gr, g.encoder(gr))
+	enc := g.encoder(gr)
+	status := g.run(w, gr, enc)
+	putEncoder(enc) // the response is over: nothing reads enc any more
+	return status
 }
 
 // checkAliasForwarded refuses an alias of a model only HTTP engines
@@ -123,11 +127,28 @@ func (g *Gateway) encoder(req *genRequest) api.Encoder {
 		return &api.ResponsesEncoder{ID: "resp_" + req.id, Model: req.Model, Created: time.Now().Unix(), Stream: req.Stream,
 			PromptTokens: uint32(len(req.tokens))}
 	case api.Chat:
-		return &api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
+		e := openAIEncoders.Get().(*api.OpenAIEncoder)
+		*e = api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
 			Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs}
+		return e
 	}
-	return &api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
+	e := openAIEncoders.Get().(*api.OpenAIEncoder)
+	*e = api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
 		Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs, Echo: g.echo(req)}
+	return e
+}
+
+// openAIEncoders holds the OpenAI encoders of responses that are over
+// (about 450 bytes each, one a request before).
+var openAIEncoders = sync.Pool{New: func() any { return new(api.OpenAIEncoder) }}
+
+// putEncoder gives enc back once its response is over; only OpenAI's are
+// pooled.
+func putEncoder(enc api.Encoder) {
+	if e, ok := enc.(*api.OpenAIEncoder); ok {
+		*e = api.OpenAIEncoder{}
+		openAIEncoders.Put(e)
+	}
 }
 
 // echo is a completion's prompt text when the client asked for it back:

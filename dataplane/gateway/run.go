@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/api"
@@ -190,9 +191,14 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 // that leaves ends the stream and aborts its response (499).
 func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out sink, obs *attemptObs) (status int, retry bool, err error) {
 	a := g.newAttempt(req, d, s, out, obs)
-	defer func() { obs.end(status, retry, err, a.completion()) }()
-	timeout := time.NewTimer(g.FirstTokenTimeout)
-	defer timeout.Stop()
+	timeout := firstTokenTimers.Get().(*time.Timer)
+	timeout.Reset(g.FirstTokenTimeout)
+	defer func() {
+		obs.end(status, retry, err, a.completion())
+		timeout.Stop() // Go 1.23 timers: after Stop no stale tick is left to read
+		firstTokenTimers.Put(timeout)
+		putAttempt(a)
+	}()
 	for {
 		firstToken := timeout.C
 		if a.started {
@@ -222,7 +228,39 @@ func (g *Gateway) newAttempt(req *genRequest, d *route.Decision, s *engine.Strea
 	// With tools, special tokens are text (vLLM's chat endpoint sets
 	// skip_special_tokens false then): some models' call markers are.
 	keepSpecial := req.parser.Tools != nil
-	return &attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop), sent: time.Now(), obs: obs}
+	a := attempts.Get().(*attempt)
+	*a = attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop),
+		sent: time.Now(), obs: obs, buf: a.buf[:0], pieces: a.pieces[:0], whole: a.whole[:0]}
+	return a
+}
+
+// attempts holds the attempts stream is done with, their buffers kept;
+// disagg.go's, which outlive a stream, are not put back.
+var attempts = sync.Pool{New: func() any { return new(attempt) }}
+
+// firstTokenTimers holds stopped first-token timers for stream to Reset.
+var firstTokenTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// putAttempt gives a back to attempts once nothing refers to it: its
+// references are dropped, its buffers (of a bounded size) kept. Text
+// handed out of a.buf (textOf) is copied by the encoder before the event
+// that made it is over, so no response still reads it.
+func putAttempt(a *attempt) {
+	if cap(a.buf) > 64<<10 || cap(a.whole) > 64<<10 || cap(a.pieces) > 256 {
+		return
+	}
+	*a = attempt{buf: a.buf[:0], pieces: clear0(a.pieces), whole: a.whole[:0]}
+	attempts.Put(a)
+}
+
+// clear0 is p emptied, its pieces' references dropped.
+func clear0(p []api.Piece) []api.Piece {
+	clear(p[:cap(p)])
+	return p[:0]
 }
 
 // handle applies one stream event; done says the attempt is over.

@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkCompletionRequest is proxybench's request in this process: a
+// non-streamed 1-token /v1/completions on one keep-alive connection, its
+// response read by hand. ns/op and allocs/op are the whole process's per
+// request: the client, the gateway and its two zero-cost engines.
+func BenchmarkCompletionRequest(b *testing.B) {
+	tg := startGatewayWith(b, gwOptions{})
+	body := `{"model":"` + model + `","prompt":"hello there, how are you","max_tokens":1}`
+	req := []byte("POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	c, err := net.Dial("tcp", tg.base[len("http://"):])
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Minute))
+	r := bufio.NewReaderSize(c, 4096)
+	resp := make([]byte, 0, 4096)
+	roundTrip := func() {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		n := -1
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(line) == 2 {
+				break
+			}
+			if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+				n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+			}
+		}
+		if n < 0 {
+			b.Fatal("no Content-Length")
+		}
+		if n > cap(resp) {
+			resp = make([]byte, n)
+		}
+		resp = resp[:n]
+		if _, err := io.ReadFull(r, resp); err != nil {
+			b.Fatal(err)
+		}
+		if !bytes.Contains(resp, []byte(`"choices"`)) {
+			b.Fatalf("not a completion: %s", resp)
+		}
+	}
+	for range 100 { // warm: pools, the engines' caches
+		roundTrip()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		roundTrip()
+	}
+}
