@@ -73,6 +73,17 @@ func (m *Metrics) observeRoute(d time.Duration) {
 	}
 }
 
+// observeLateCached adds the cached tokens an engine reported only with
+// its last frame, beyond the first frame's count (more), to the reported
+// totals.
+func (m *Metrics) observeLateCached(engine string, more int) {
+	if m == nil || more <= 0 {
+		return
+	}
+	m.reportedCached.Add(float64(more))
+	m.engineCached.WithLabelValues(engine).Add(float64(more))
+}
+
 func (m *Metrics) observeFirstToken(engine string, prompt int, d time.Duration, predicted, reported int) {
 	if m == nil {
 		return

@@ -286,8 +286,10 @@ func (g *Gateway) handle(a *attempt, ev engine.Event) (status int, retry bool, e
 			return a.out.gone(), false, nil, true
 		}
 	}
-	if ev.Last && !ev.First && ev.Cached > 0 {
-		a.usage.Cached = ev.Cached // counted only at the end (vLLM's final usage, through the bridge)
+	if ev.Last && !ev.First && ev.Cached > 0 { // counted only at the end (vLLM's final usage, through the bridge)
+		g.Metrics.observeLateCached(a.d.Engine.Addr, int(ev.Cached)-int(a.usage.Cached))
+		a.obs.lateCached(ev.Cached)
+		a.usage.Cached = ev.Cached
 	}
 	a.d.Generated(len(ev.Tokens))
 	text, used, stopped := a.outputText(g, ev)

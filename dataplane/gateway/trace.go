@@ -191,6 +191,19 @@ func (a *attemptObs) firstToken(cached uint32) {
 	}
 }
 
+// lateCached records the cached tokens an engine reported only with its
+// last frame (vLLM's final usage, through the bridge), in place of the
+// first frame's.
+func (a *attemptObs) lateCached(cached uint32) {
+	if a == nil {
+		return
+	}
+	a.x.update(func(r *accessRecord) { r.cached = int(cached) })
+	if a.engine != nil {
+		a.engine.SetAttributes(attrCached.Int(int(cached)))
+	}
+}
+
 // end ends the attempt: status and retry as the attempt returned them,
 // completion the tokens it streamed (its usage when the engine sent it).
 func (a *attemptObs) end(status int, retry bool, err error, completion int) {
