@@ -158,8 +158,11 @@ func (f *extraFields) logprobs(k Kind, x *Extras) *Error {
 		x.set("logprobs")
 		return nil
 	}
-	if given && json.Unmarshal(f.Logprobs, &x.Logprobs) != nil {
-		return BadRequest("logprobs", "field \"logprobs\" must be a boolean")
+	if given {
+		var ok bool
+		if x.Logprobs, ok = jsonBool(f.Logprobs); !ok {
+			return BadRequest("logprobs", "field \"logprobs\" must be a boolean")
+		}
 	}
 	if f.TopLogprobs != nil {
 		if *f.TopLogprobs < 0 || *f.TopLogprobs > maxTopLogprobs {
@@ -174,6 +177,20 @@ func (f *extraFields) logprobs(k Kind, x *Extras) *Error {
 		x.set("logprobs")
 	}
 	return nil
+}
+
+// jsonBool reads a JSON boolean as encoding/json does (out of line, so a
+// caller's Extras does not move to the heap for encoding/json's sake).
+func jsonBool(raw json.RawMessage) (bool, bool) {
+	switch string(raw) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	var v bool // on the heap only here, where encoding/json takes it
+	err := json.Unmarshal(raw, &v)
+	return v, err == nil
 }
 
 // foreignFields are OpenAI sampling and output fields a client may send to

@@ -12,6 +12,10 @@ type StopMatcher struct {
 	matched string
 }
 
+// noStops is the matcher of every request without stop strings: Feed
+// returns before it writes a field when there are none.
+var noStops StopMatcher
+
 // Active reports whether there are stop strings to match.
 func (m *StopMatcher) Active() bool { return m.maxLen > 0 }
 
@@ -19,7 +23,11 @@ func (m *StopMatcher) Active() bool { return m.maxLen > 0 }
 func (m *StopMatcher) Matched() string { return m.matched }
 
 // NewStopMatcher matches stops; with none, Feed passes text through.
+// Without stops every caller shares one matcher, which nothing writes.
 func NewStopMatcher(stops []string) *StopMatcher {
+	if len(stops) == 0 {
+		return &noStops
+	}
 	m := &StopMatcher{stops: stops}
 	for _, s := range stops {
 		m.maxLen = max(m.maxLen, len(s))

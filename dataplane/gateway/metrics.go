@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +26,23 @@ type Metrics struct {
 	// disaggDecisions and disaggTransfers are disaggregated serving's
 	// (disagg.go): route decisions by mode, hand-offs by outcome.
 	disaggDecisions, disaggTransfers *prometheus.CounterVec
+	// byPath and byEngine keep the children of requests (per path and
+	// status) and of enginePrompt and engineCached (per engine) once
+	// resolved: WithLabelValues hashes its labels and takes the vector's
+	// lock on every call, about 1.5% of the router's CPU under proxybench.
+	byPath   map[string]*statusCounters // every path counted by name, "other" included
+	byEngine sync.Map                   // engine address -> *engineCounters
 }
+
+// statusCounters are one path's requests counters by status (100-599),
+// each resolved on first use.
+type statusCounters struct {
+	path   string
+	status [500]atomic.Pointer[prometheus.Counter]
+}
+
+// engineCounters are one engine's enginePrompt and engineCached children.
+type engineCounters struct{ prompt, cached prometheus.Counter }
 
 // NewMetrics makes the gateway's metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -53,6 +71,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.requests, m.e2e, m.ttft, m.routeSeconds, m.predictedCached, m.reportedCached, m.enginePrompt, m.engineCached,
 		m.disaggDecisions, m.disaggTransfers)
+	m.byPath = map[string]*statusCounters{"/health": {path: "/health"}, "/ready": {path: "/ready"}, "other": {path: "other"}}
+	for path := range routes {
+		m.byPath[path] = &statusCounters{path: path}
+	}
 	return m
 }
 
@@ -60,11 +82,38 @@ func (m *Metrics) observeRequest(path string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	if _, known := routes[path]; !known && path != "/health" && path != "/ready" {
-		path = "other" // keep label cardinality bounded
-	}
-	m.requests.WithLabelValues(path, strconv.Itoa(status)).Inc()
+	m.requestCounter(path, status).Inc()
 	m.e2e.Observe(d.Seconds())
+}
+
+// requestCounter is the requests child of path and status; a path the
+// gateway does not serve counts as "other" (label cardinality stays
+// bounded).
+func (m *Metrics) requestCounter(path string, status int) prometheus.Counter {
+	sc := m.byPath[path]
+	if sc == nil {
+		sc = m.byPath["other"]
+	}
+	if status < 100 || status >= 100+len(sc.status) {
+		return m.requests.WithLabelValues(sc.path, strconv.Itoa(status))
+	}
+	slot := &sc.status[status-100]
+	if c := slot.Load(); c != nil {
+		return *c
+	}
+	c := m.requests.WithLabelValues(sc.path, strconv.Itoa(status)) // the same child whoever stores first
+	slot.Store(&c)
+	return c
+}
+
+// engineCounters are engine's enginePrompt and engineCached children.
+func (m *Metrics) engineCounters(engine string) *engineCounters {
+	if c, ok := m.byEngine.Load(engine); ok {
+		return c.(*engineCounters)
+	}
+	c, _ := m.byEngine.LoadOrStore(engine, &engineCounters{prompt: m.enginePrompt.WithLabelValues(engine),
+		cached: m.engineCached.WithLabelValues(engine)})
+	return c.(*engineCounters)
 }
 
 func (m *Metrics) observeRoute(d time.Duration) {
@@ -81,7 +130,7 @@ func (m *Metrics) observeLateCached(engine string, more int) {
 		return
 	}
 	m.reportedCached.Add(float64(more))
-	m.engineCached.WithLabelValues(engine).Add(float64(more))
+	m.engineCounters(engine).cached.Add(float64(more))
 }
 
 func (m *Metrics) observeFirstToken(engine string, prompt int, d time.Duration, predicted, reported int) {
@@ -91,6 +140,7 @@ func (m *Metrics) observeFirstToken(engine string, prompt int, d time.Duration, 
 	m.ttft.Observe(d.Seconds())
 	m.predictedCached.Add(float64(predicted))
 	m.reportedCached.Add(float64(reported))
-	m.enginePrompt.WithLabelValues(engine).Add(float64(prompt))
-	m.engineCached.WithLabelValues(engine).Add(float64(reported))
+	c := m.engineCounters(engine)
+	c.prompt.Add(float64(prompt))
+	c.cached.Add(float64(reported))
 }
