@@ -50,6 +50,13 @@ func decodePrompt(raw json.RawMessage) (Prompt, *Error) {
 	if raw[0] == '[' && fastUint32s(raw, &ids) && len(ids) > 0 { // what the list of ids below reads
 		return Prompt{IDs: ids, IsIDs: true}, nil
 	}
+	return decodePromptJSON(raw)
+}
+
+// decodePromptJSON is decodePrompt by encoding/json (out of line: its
+// variables go to the heap, where encoding/json takes them, only here).
+func decodePromptJSON(raw json.RawMessage) (Prompt, *Error) {
+	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return Prompt{Text: s}, nil
 	}
@@ -60,6 +67,7 @@ func decodePrompt(raw json.RawMessage) (Prompt, *Error) {
 		}
 		return Prompt{Text: ss[0]}, nil
 	}
+	var ids []uint32
 	if json.Unmarshal(raw, &ids) == nil {
 		return Prompt{IDs: ids, IsIDs: true}, nil
 	}

@@ -80,6 +80,10 @@ type Engine struct {
 // Info returns the engine's handshake (zero until first connected).
 func (e *Engine) Info() wire.Handshake { return e.profile().info }
 
+// MaxModelLen returns the context length the engine's handshake
+// announces (0: none), without copying the handshake as Info does.
+func (e *Engine) MaxModelLen() int { return int(e.profile().info.MaxModelLen) }
+
 // Features returns the features of the engine's handshake.
 func (e *Engine) Features() wire.Feature { return e.profile().info.Features }
 

@@ -79,16 +79,18 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if e == nil {
 		e = g.checkMedia(p.m, req)
 	}
+	ctx := 0 // the model's context length, looked up once (limits.go)
 	if e == nil {
+		ctx = g.contextLength(p.m, req.Model)
 		t0 := x.now()
-		tokens, prompt, e = g.promptTokens(p.m, req, tenantOf(r))
+		tokens, prompt, e = g.promptTokens(p.m, req, tenantOf(r), promptCapOf(ctx))
 		x.tokenized(t0, len(tokens), e)
 	}
 	if e == nil {
 		tokens, e = g.placeMedia(p.m, req, tokens) // media.go
 	}
 	if e == nil {
-		e = g.fitContext(p.m, req, len(tokens))
+		e = fitContext(req, len(tokens), ctx)
 	}
 	if e != nil {
 		x.failed(e)
@@ -166,9 +168,8 @@ func (g *Gateway) echo(req *genRequest) string {
 // promptTokens tokenizes the request's prompt with model m's tokenizer,
 // or renders and tokenizes its conversation (returning the rendered text
 // too, continuing tenant's earlier turns: chatPrompt), giving up as soon
-// as it is over the prompt limit.
-func (g *Gateway) promptTokens(m *Model, req *api.Request, tenant string) ([]uint32, string, *api.Error) {
-	limit := g.promptCap(m, req.Model)
+// as it is over limit (promptCap).
+func (g *Gateway) promptTokens(m *Model, req *api.Request, tenant string, limit int) ([]uint32, string, *api.Error) {
 	if req.Kind != api.Completion {
 		return g.chatPrompt(m, &req.Conversation, limit, req, tenant)
 	}

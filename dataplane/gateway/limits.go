@@ -32,7 +32,7 @@ func (g *Gateway) contextLength(m *Model, name string) int {
 	ctx := m.MaxModelLen
 	if g.Pool != nil {
 		for _, e := range g.Pool.Engines() {
-			if n := int(e.Info().MaxModelLen); n > 0 && e.Serves(name) && (ctx <= 0 || n < ctx) {
+			if n := e.MaxModelLen(); n > 0 && (ctx <= 0 || n < ctx) && e.Serves(name) {
 				ctx = n
 			}
 		}
@@ -47,8 +47,13 @@ func (g *Gateway) contextLength(m *Model, name string) int {
 // one less than the context (room for one output token) and the wire's
 // limit.
 func (g *Gateway) promptCap(m *Model, name string) int {
+	return promptCapOf(g.contextLength(m, name))
+}
+
+// promptCapOf is promptCap for a context of ctx tokens (0: unknown).
+func promptCapOf(ctx int) int {
 	limit := wire.DefaultMaxTokens
-	if ctx := g.contextLength(m, name); ctx > 0 {
+	if ctx > 0 {
 		limit = min(limit, ctx-1)
 	}
 	return max(limit, 0)
@@ -67,13 +72,14 @@ func checkFields(req *api.Request) *api.Error {
 	return nil
 }
 
-// fitContext checks the prompt against the context and the wire, and
-// the output limit against what the context leaves.
-func (g *Gateway) fitContext(m *Model, req *api.Request, promptLen int) *api.Error {
+// fitContext checks the prompt against the context (ctx tokens, 0:
+// unknown: contextLength) and the wire, and the output limit against what
+// the context leaves.
+func fitContext(req *api.Request, promptLen, ctx int) *api.Error {
 	if promptLen == 0 {
 		return api.BadRequest("prompt", "prompt is empty")
 	}
-	ctx, limit := g.contextLength(m, req.Model), g.promptCap(m, req.Model)
+	limit := promptCapOf(ctx)
 	if promptLen > limit {
 		if ctx > 0 && promptLen >= ctx {
 			return api.BadRequest(promptField(req), fmt.Sprintf("this model's maximum context length is %d tokens; the prompt has %d, leaving no room for output", ctx, promptLen))

@@ -50,19 +50,28 @@ func (m *Model) parsers() *parserChoice {
 // reasoning when the model thinks, tool calls when the request offered
 // tools it may call. prompt is the rendered prompt.
 func outputParser(m *Model, req *api.Request, prompt string) *api.OutputParser {
-	o := &api.OutputParser{}
 	if req.Kind == api.Completion {
-		return o
+		return &plainOutput
 	}
 	c := m.parsers()
+	tools := c.tools != nil && req.Conversation.HasTools() && !req.NoToolCalls
+	if !c.reasoning && !tools {
+		return &plainOutput
+	}
+	o := &api.OutputParser{}
 	if c.reasoning {
 		o.Reasoning = api.NewReasoningParser(prompt)
 	}
-	if c.tools != nil && req.Conversation.HasTools() && !req.NoToolCalls {
+	if tools {
 		o.Tools = api.NewToolParser(c.tools)
 	}
 	return o
 }
+
+// plainOutput is the parser of every output that is all text: with
+// neither a reasoning nor a tool parser, Feed writes none of its fields,
+// so requests share it.
+var plainOutput api.OutputParser
 
 // CheckParsers refuses a ToolParser or ReasoningParser name the gateway
 // does not know.

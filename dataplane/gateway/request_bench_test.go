@@ -17,27 +17,41 @@ import (
 // B/op and allocs/op are the whole process's per request: the client, the
 // gateway and its two zero-cost engines.
 func BenchmarkCompletionRequest(b *testing.B) {
-	tg := startGatewayWith(b, gwOptions{})
+	roundTrip := completionClient(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		roundTrip()
+	}
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// completionClient starts a gateway with two zero-cost engines and
+// returns one round trip of proxybench's request to it, warmed up (pools
+// and the engines' caches filled).
+func completionClient(tb testing.TB) func() {
+	tg := startGatewayWith(tb, gwOptions{})
 	body := `{"model":"` + model + `","prompt":"hello there, how are you","max_tokens":1}`
 	req := []byte("POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 	c, err := net.Dial("tcp", tg.base[len("http://"):])
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer c.Close()
+	tb.Cleanup(func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(5 * time.Minute))
 	r := bufio.NewReaderSize(c, 4096)
 	resp := make([]byte, 0, 4096)
 	roundTrip := func() {
 		if _, err := c.Write(req); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		n := -1
 		for {
 			line, err := r.ReadSlice('\n')
 			if err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 			if len(line) == 2 {
 				break
@@ -47,29 +61,23 @@ func BenchmarkCompletionRequest(b *testing.B) {
 			}
 		}
 		if n < 0 {
-			b.Fatal("no Content-Length")
+			tb.Fatal("no Content-Length")
 		}
 		if n > cap(resp) {
 			resp = make([]byte, n)
 		}
 		resp = resp[:n]
 		if _, err := io.ReadFull(r, resp); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		if !bytes.Contains(resp, []byte(`"choices"`)) {
-			b.Fatalf("not a completion: %s", resp)
+			tb.Fatalf("not a completion: %s", resp)
 		}
 	}
 	for range 100 { // warm: pools, the engines' caches
 		roundTrip()
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime(b)
-	for b.Loop() {
-		roundTrip()
-	}
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	return roundTrip
 }
 
 // cpuTime is the process's user and system CPU time so far.

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvgate/kvgate/dataplane/api"
+	"github.com/kvgate/kvgate/dataplane/tokenize"
+)
+
+// completionRequestAllocs bounds BenchmarkCompletionRequest's allocations:
+// one non-streamed 1-token completion through the whole process (client,
+// httpx, gateway, engine connection and the two simulated engines).
+// 49 at a1ab90f.
+const completionRequestAllocs = 40
+
+// TestCompletionRequestAllocs holds a request's allocations, the whole
+// process's, under completionRequestAllocs: a change that adds some back
+// fails here, not only in a benchmark nobody reads.
+func TestCompletionRequestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are checked without -race")
+	}
+	roundTrip := completionClient(t)
+	n := testing.AllocsPerRun(300, roundTrip)
+	t.Logf("%v allocations per request", n)
+	if n > completionRequestAllocs {
+		t.Fatalf("%v allocations per request, over %d", n, completionRequestAllocs)
+	}
+}
+
+// TestRequestStepAllocs holds the gateway's own steps of a plain
+// completion to their allocations: its prompt's ids one (growing from nil
+// was 4 for 12 tokens), its output parser and stop matcher none (shared),
+// its metrics none once their children are resolved.
+func TestRequestStepAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are checked without -race")
+	}
+	tok, err := tokenize.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(prometheus.NewRegistry())
+	req, mod := &api.Request{Kind: api.Completion}, &Model{Tok: tok}
+	steps := []struct {
+		name string
+		max  float64
+		step func()
+	}{
+		{"prompt ids", 1, func() { _, _, _ = encodeBounded(tok, "Hello, how are you today? Tell me about routers.", true, 1000) }},
+		{"output parser", 0, func() { parserKept = outputParser(mod, req, "") }},
+		{"stop matcher", 0, func() { stopsKept = api.NewStopMatcher(nil) }},
+		{"metrics", 0, func() {
+			m.observeRequest("/v1/completions", 200, time.Millisecond)
+			m.observeFirstToken("127.0.0.1:1", 12, time.Millisecond, 0, 0)
+		}},
+	}
+	for _, s := range steps {
+		s.step() // warm: caches, the metrics' children
+		if n := testing.AllocsPerRun(100, s.step); n > s.max {
+			t.Errorf("%s: %v allocations, want at most %v", s.name, n, s.max)
+		}
+	}
+}
+
+// stopsKept and parserKept keep what a step returned, as an attempt does:
+// escaping, it must be counted.
+var (
+	stopsKept  *api.StopMatcher
+	parserKept *api.OutputParser
+)
