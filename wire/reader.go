@@ -120,3 +120,11 @@ func (r *Reader) fill(need int) error {
 
 // Buffered returns how many unread bytes the reader holds.
 func (r *Reader) Buffered() int { return r.end - r.start }
+
+// Framed reports whether a whole frame is buffered (or a header the next
+// ReadFrame refuses): ReadFrame would return without reading. A server
+// that answers a read's worth of frames together asks it before blocking.
+func (r *Reader) Framed() bool {
+	_, _, n, err := SplitFrame(r.buf[r.start:r.end], &r.lim)
+	return n > 0 || err != nil
+}

@@ -199,6 +199,7 @@ func (s *Server) checkThenGenerate(c *conn, stream uint32, g *wire.Generate, mc 
 	if cancel {
 		s.be.Cancel(Key{Conn: c.id, Stream: stream})
 	}
+	s.endBatch(c)
 }
 
 // cancelMedia handles CANCEL for a request whose images are not yet with

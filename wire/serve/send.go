@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/kvgate/kvgate/wire"
@@ -17,13 +18,28 @@ type Tokens struct {
 // Deliver sends TOKENS frames, one write per connection. A frame with
 // TokLast closes its stream; frames for closed streams or gone routers are
 // dropped (the request was cancelled).
-func (s *Server) Deliver(batch []Tokens) {
-	touched := map[*conn]bool{}
+func (s *Server) Deliver(batch []Tokens) { s.Publish(nil, batch) }
+
+// Publish sends events on stream 0 of every router, then batch's TOKENS
+// frames as Deliver does, each connection's frames in one write.
+func (s *Server) Publish(events []wire.Message, batch []Tokens) {
+	var buf [8]*conn
+	touched := buf[:0] // the connections to flush: few, so a list
+	if len(events) > 0 {
+		for _, c := range s.connList() {
+			for _, m := range events {
+				_ = c.wc.Queue(0, m)
+			}
+			touched = append(touched, c)
+		}
+	}
+	var c *conn
 	for i := range batch {
 		t := &batch[i]
-		c := s.conn(t.Key.Conn)
-		if c == nil {
-			continue
+		if c == nil || c.id != t.Key.Conn {
+			if c = s.conn(t.Key.Conn); c == nil {
+				continue
+			}
 		}
 		c.mu.Lock()
 		_, open := c.streams[t.Key.Stream]
@@ -31,11 +47,11 @@ func (s *Server) Deliver(batch []Tokens) {
 			delete(c.streams, t.Key.Stream)
 		}
 		c.mu.Unlock()
-		if open && c.wc.Queue(t.Key.Stream, &t.Msg) == nil {
-			touched[c] = true
+		if open && c.wc.Queue(t.Key.Stream, &t.Msg) == nil && !slices.Contains(touched, c) {
+			touched = append(touched, c)
 		}
 	}
-	for c := range touched {
+	for _, c := range touched {
 		_ = c.wc.Flush()
 	}
 }

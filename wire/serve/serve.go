@@ -44,6 +44,18 @@ type Backend interface {
 	Idle() bool
 }
 
+// Batcher is a Backend that does the work of the requests it was handed
+// when their hand-over is over (perf/sim's zero-cost engine runs its
+// steps there), so that what arrived in one read leaves in one write.
+// EndBatch(conn) follows, on the same goroutine, every run of Generate
+// and Cancel calls for connection conn: the frames of one read from the
+// router, a request whose media were checked, the cancels of a router
+// that went away.
+type Batcher interface {
+	Backend
+	EndBatch(conn uint64)
+}
+
 // Config configures a Server.
 type Config struct {
 	Handshake    wire.Handshake
@@ -91,6 +103,9 @@ type conn struct {
 	// media are the GENERATEs waiting for their MEDIA frames, or for
 	// their check (media.go).
 	media mediaState
+	// gen is the read loop's GENERATE, decoded anew for each: a backend
+	// holds it only during its Generate call.
+	gen wire.Generate
 }
 
 // New returns a server for be; Serve accepts routers.
@@ -182,7 +197,12 @@ func (s *Server) serveConn(nc net.Conn, leave func()) {
 	}
 	s.log.Info("router connected", "router", wc.Peer.ID, "remote", nc.RemoteAddr().String())
 	defer s.dropConn(c)
+	handed := false // frames handled since the last endBatch
 	for {
+		if handed && !wc.Framed() { // about to wait for the router: finish what it sent
+			s.endBatch(c)
+			handed = false
+		}
 		f, err := wc.ReadFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -196,6 +216,7 @@ func (s *Server) serveConn(nc net.Conn, leave func()) {
 			sendErrorBeforeClose(wc, err)
 			return
 		}
+		handed = true
 	}
 }
 
@@ -226,7 +247,15 @@ func (s *Server) dropConn(c *conn) {
 	for _, st := range open {
 		s.be.Cancel(Key{Conn: c.id, Stream: st})
 	}
+	s.endBatch(c)
 	c.wc.Close()
+}
+
+// endBatch tells a Batcher that c's requests handed over are complete.
+func (s *Server) endBatch(c *conn) {
+	if b, ok := s.be.(Batcher); ok {
+		b.EndBatch(c.id)
+	}
 }
 
 // handleFrame acts on one frame; an error closes the connection.
@@ -237,8 +266,8 @@ func (s *Server) handleFrame(c *conn, f wire.Frame) error {
 		if f.Stream == 0 {
 			return errors.New("GENERATE on stream 0: " + wire.ErrUnexpectedFrame.Error())
 		}
-		var g wire.Generate
-		if err := wire.DecodeFrame(f, &g, lim); err != nil {
+		g := &c.gen
+		if err := wire.DecodeFrame(f, g, lim); err != nil {
 			code, ok := wire.RequestCode(err)
 			if !ok {
 				return err
@@ -248,9 +277,9 @@ func (s *Server) handleFrame(c *conn, f wire.Frame) error {
 			return nil
 		}
 		if g.Flags&wire.GenMedia != 0 {
-			s.awaitMedia(c, f.Stream, &g)
-		} else if s.checkPlain(c, f.Stream, &g) {
-			s.generate(c, f.Stream, &g)
+			s.awaitMedia(c, f.Stream, g)
+		} else if s.checkPlain(c, f.Stream, g) {
+			s.generate(c, f.Stream, g)
 		}
 	case wire.TypeMedia:
 		return s.mediaFrame(c, f)
