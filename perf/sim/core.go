@@ -38,6 +38,8 @@ type Core struct {
 	// hyb keeps a hybrid model's per-group tables (Profile.Groups); nil
 	// for a model with one KV cache.
 	hyb *hybrid
+	// batch is Step's array of scheduled requests, reused.
+	batch []scheduled
 }
 
 // CoreStats are counters since the core started.

@@ -110,6 +110,12 @@ func LoadProfile(nameOrPath string) (Profile, error) {
 	return p, nil
 }
 
+// free reports whether every step and every load takes no time (ZeroProfile).
+func (p *Profile) free() bool {
+	return p.PrefillA == 0 && p.PrefillB == 0 && p.PrefillC == 0 && p.DecodeA == 0 && p.DecodeB == 0 &&
+		p.DecodeC == 0 && p.DecodeMin == 0 && p.KVBytesPerToken == 0
+}
+
 // StepTime returns the duration of one step that prefills prefillTokens new
 // tokens, decodes a batch holding activeKV of capacityKV tokens (decoding
 // says whether there is a decode batch at all).

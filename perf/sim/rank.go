@@ -21,6 +21,11 @@ type rank struct {
 	core  *Core
 	seq   uint64 // KV_EVENTS batches sent
 	snaps []snapshotReq
+	// A free server's rank (inline.go): whether a goroutine drives it,
+	// the CANCELs' last outputs it is to send, and its driver's arrays.
+	driving bool
+	late    []Output
+	inline  inlineBurst
 }
 
 type snapshotReq struct {
@@ -45,6 +50,13 @@ func (rk *rank) load() wire.Load {
 	return l
 }
 
+// idle reports whether the rank runs nothing and has nothing to send.
+func (rk *rank) idle() bool {
+	rk.mu.Lock()
+	defer rk.mu.Unlock()
+	return rk.core.Idle() && !rk.driving && len(rk.late) == 0
+}
+
 func (rk *rank) requestSnapshot(conn uint64, id uint32) {
 	rk.mu.Lock()
 	rk.snaps = append(rk.snaps, snapshotReq{conn: conn, id: id})
@@ -53,6 +65,10 @@ func (rk *rank) requestSnapshot(conn uint64, id uint32) {
 }
 
 func (rk *rank) run(ctx context.Context) {
+	if rk.srv.inline {
+		rk.runFree() // inline.go
+		return
+	}
 	speed := rk.srv.cfg.Speed
 	for ctx.Err() == nil {
 		rk.mu.Lock()

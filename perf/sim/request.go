@@ -68,12 +68,17 @@ type Params struct {
 
 // NewRequest builds a request for prompt (copied).
 func NewRequest(key RequestKey, prompt []uint32, params Params, keys kvstore.Keys) *Request {
-	r := &Request{Key: key, Params: params, Keys: keys, promptLen: len(prompt)}
-	r.tokens = append(make([]uint32, 0, len(prompt)+max(params.MaxTokens, 0)), prompt...)
-	r.seed = params.Seed
+	seed := params.Seed
 	if !params.HasSeed {
-		r.seed = seedOf(params.RequestID, prompt)
+		seed = seedOf(params.RequestID, prompt)
 	}
+	return newRequest(key, append(make([]uint32, 0, len(prompt)+answerRoom(params.MaxTokens)), prompt...), seed, params, keys)
+}
+
+// newRequest builds a request that takes tokens, its prompt, and samples
+// with seed.
+func newRequest(key RequestKey, tokens []uint32, seed uint64, params Params, keys kvstore.Keys) *Request {
+	r := &Request{Key: key, Params: params, Keys: keys, tokens: tokens, promptLen: len(tokens), seed: seed}
 	if len(params.StopTokens) > 0 {
 		r.stopTokens = make(map[uint32]bool, len(params.StopTokens))
 		for _, t := range params.StopTokens {
@@ -82,6 +87,13 @@ func NewRequest(key RequestKey, prompt []uint32, params Params, keys kvstore.Key
 	}
 	return r
 }
+
+// answerRoom is how many generated tokens a request's array has room for
+// at first: its max_tokens, but no more than maxAnswerRoom (a GENERATE may
+// ask for four billion; the array grows if a request gets that far).
+func answerRoom(maxTokens int) int { return min(max(maxTokens, 0), maxAnswerRoom) }
+
+const maxAnswerRoom = 1 << 14
 
 // Output is what one step produced for one request.
 type Output struct {

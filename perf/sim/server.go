@@ -16,9 +16,11 @@ import (
 // KV event and LOAD report, and each GENERATE runs on one rank.
 //
 // Locks: Server.mu guards the request table; each rank's mu guards its Core
-// and snapshot queue; the outbox's mu its outputs. A goroutine holds at
+// and snapshot queue (and, on a free server, whether it is driven and its
+// CANCELs' outputs); the outbox's mu its outputs. A goroutine holds at
 // most one of them at a time. One writer goroutine sends every TOKENS
-// frame (writeTokens).
+// frame (writeTokens), except on a free server, whose ranks' drivers send
+// their own (inline.go).
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
@@ -33,6 +35,9 @@ type Server struct {
 	loras []*rankLoRA
 	// out carries the ranks' outputs to the writer (tokens.go).
 	out *outbox
+	// inline: the profile is free, so each request runs on the goroutine
+	// that hands it over and no writer runs (inline.go).
+	inline bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,7 +53,8 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: cfg.Logger.With("engine", cfg.ID), open: map[serve.Key]int{}, out: newOutbox(), ctx: ctx, cancel: cancel}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("engine", cfg.ID), open: map[serve.Key]int{}, out: newOutbox(),
+		inline: free(&cfg), ctx: ctx, cancel: cancel}
 	s.srv = serve.New(serve.Config{Handshake: s.handshake(), Secret: cfg.Secret, Limits: cfg.Limits,
 		DrainTimeout: cfg.DrainTimeout, HandshakeTimeout: cfg.HandshakeTimeout, MaxHandshakes: cfg.MaxHandshakes,
 		Logger: s.log}, backend{s})
@@ -63,8 +69,10 @@ func NewServer(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); rk.run(ctx) }()
 	}
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.writeTokens() }()
+	if !s.inline {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.writeTokens() }()
+	}
 	s.initLoRA()
 	if cfg.LoadInterval > 0 {
 		s.wg.Add(1)
@@ -140,18 +148,14 @@ func (b backend) Generate(k serve.Key, g *wire.Generate) error {
 	if r < 0 {
 		return &serve.StreamError{Code: wire.CodeBadRequest, Message: "no such data-parallel rank"}
 	}
-	req := NewRequest(RequestKey(k), g.Prompt.AppendTo(nil), Params{
-		MaxTokens: int(g.MaxTokens), IgnoreEOS: g.Flags&wire.GenIgnoreEOS != 0, StopTokens: g.StopTokens.AppendTo(nil),
-		Seed: g.Seed, HasSeed: g.Flags&wire.GenHasSeed != 0, RequestID: string(g.RequestID), Sampling: SamplingOf(g),
-		Traceparent: traceparentOf(g),
-	}, keysOf(g))
+	req := requestOf(k, g)
 	var err error
 	if req.handoff, err = s.handoffOf(k, g, req.tokens, s.ranks[r]); err != nil { // disagg_server.go
 		return err
 	}
 	s.noteHandoff(k, req, g)
 	if req.Params.Traceparent != "" {
-		s.log.Debug("traced request", "request", req.Params.RequestID, "traceparent", req.Params.Traceparent)
+		s.log.Debug("traced request", "request", string(g.RequestID), "traceparent", req.Params.Traceparent)
 	}
 	s.mu.Lock()
 	s.open[k] = r
@@ -171,8 +175,24 @@ func (b backend) Generate(k serve.Key, g *wire.Generate) error {
 		s.mu.Unlock()
 		return err
 	}
-	rk.poke()
+	if !s.inline {
+		rk.poke() // else EndBatch drives it
+	}
 	return nil
+}
+
+// requestOf is the request of g, which it copies. Its Params leave
+// RequestID empty: the id only seeds the sampler, and a string of it would
+// be one more allocation a request.
+func requestOf(k serve.Key, g *wire.Generate) *Request {
+	prompt := g.Prompt.AppendTo(make([]uint32, 0, g.Prompt.Len()+answerRoom(int(g.MaxTokens))))
+	p := Params{MaxTokens: int(g.MaxTokens), IgnoreEOS: g.Flags&wire.GenIgnoreEOS != 0, StopTokens: g.StopTokens.AppendTo(nil),
+		Seed: g.Seed, HasSeed: g.Flags&wire.GenHasSeed != 0, Sampling: SamplingOf(g), Traceparent: traceparentOf(g)}
+	seed := p.Seed
+	if !p.HasSeed {
+		seed = seedOf(g.RequestID, prompt)
+	}
+	return newRequest(RequestKey(k), prompt, seed, p, keysOf(g))
 }
 
 func (b backend) Cancel(k serve.Key) {
@@ -186,8 +206,11 @@ func (b backend) Cancel(k serve.Key) {
 	rk := s.ranks[r]
 	rk.mu.Lock()
 	out, ok := rk.core.Cancel(RequestKey(k))
+	if ok && s.inline {
+		rk.late = append(rk.late, out) // EndBatch sends it, after the tokens of the steps before
+	}
 	rk.mu.Unlock()
-	if ok {
+	if ok && !s.inline {
 		s.out.add([]Output{out}, false) // after the stream's tokens, never waiting: this is the read loop
 	}
 }
@@ -216,10 +239,7 @@ func (b backend) Idle() bool {
 		return false
 	}
 	for _, rk := range b.s.ranks {
-		rk.mu.Lock()
-		idle := rk.core.Idle()
-		rk.mu.Unlock()
-		if !idle {
+		if !rk.idle() {
 			return false
 		}
 	}
@@ -278,16 +298,22 @@ func (s *Server) writeTokens() {
 			}
 			start = end
 		}
-		for i := range outs {
-			if o := &outs[i]; o.Finish != wire.FinishNone {
-				s.mu.Lock()
-				delete(s.open, serve.Key(o.Key))
-				s.mu.Unlock()
-				s.releaseLoRA(serve.Key(o.Key))
-				s.forgetHandoff(serve.Key(o.Key))
-			}
-		}
+		s.finished(outs)
 		s.out.sent(outs)
+	}
+}
+
+// finished forgets the requests whose last outputs are among outs, now
+// that they are sent.
+func (s *Server) finished(outs []Output) {
+	for i := range outs {
+		if o := &outs[i]; o.Finish != wire.FinishNone {
+			s.mu.Lock()
+			delete(s.open, serve.Key(o.Key))
+			s.mu.Unlock()
+			s.releaseLoRA(serve.Key(o.Key))
+			s.forgetHandoff(serve.Key(o.Key))
+		}
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/kvgate/kvgate/wire"
 )
 
-func startServer(t *testing.T, mod func(*Config)) (*Server, string) {
+func startServer(t testing.TB, mod func(*Config)) (*Server, string) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Rank.GPUBlocks = 512

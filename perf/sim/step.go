@@ -28,10 +28,16 @@ type scheduled struct {
 }
 
 // Step schedules one batch, runs it and returns what it produced.
-func (c *Core) Step() StepResult {
-	var res StepResult
+func (c *Core) Step() StepResult { return c.stepAppend(nil) }
+
+// stepAppend is Step with the outputs appended to outs (res.Outputs is
+// outs then this step's outputs), so that a caller that collects several
+// steps' outputs allocates nothing once outs has grown.
+func (c *Core) stepAppend(outs []Output) StepResult {
+	res := StepResult{Outputs: outs}
 	budget := c.cfg.MaxBatchedTokens
-	var batch []scheduled
+	batch := c.batch[:0]
+	defer func() { clear(batch); c.batch = batch[:0] }() // the array is the next step's
 
 	// Running requests first, oldest first; make room by preempting the newest.
 	for i := 0; i < len(c.running) && budget > 0; i++ {
@@ -50,13 +56,14 @@ func (c *Core) Step() StepResult {
 		budget -= n
 	}
 	// Then admit waiting requests while budget and batch slots remain.
-	for len(c.waiting) > 0 && budget > 0 && len(c.running) < c.cfg.MaxRunning {
-		r := c.waiting[0]
+	admitted := 0
+	for admitted < len(c.waiting) && budget > 0 && len(c.running) < c.cfg.MaxRunning {
+		r := c.waiting[admitted]
 		var loads [kvstore.NumTiers]int
 		if !c.admit(r, budget, &loads) {
 			break
 		}
-		c.waiting = c.waiting[1:]
+		admitted++
 		c.running = append(c.running, r)
 		for t, n := range loads {
 			res.Loads[t] += n
@@ -68,6 +75,7 @@ func (c *Core) Step() StepResult {
 		batch = append(batch, scheduled{r: r, tokens: n})
 		budget -= n
 	}
+	c.dropWaiting(admitted)
 	if len(batch) == 0 {
 		// Nothing to compute: wait for the first load to finish, if any.
 		res.Duration = c.nextLoad()
@@ -100,6 +108,17 @@ func (c *Core) Step() StepResult {
 	c.stats.DiskLoads += res.Loads[kvstore.TierDisk]
 	c.stats.Busy += res.Duration
 	return res
+}
+
+// dropWaiting takes the first n waiting requests (admitted) off the queue,
+// keeping its array: the queue does not walk through memory.
+func (c *Core) dropWaiting(n int) {
+	if n == 0 {
+		return
+	}
+	m := copy(c.waiting, c.waiting[n:])
+	clear(c.waiting[m:])
+	c.waiting = c.waiting[:m]
 }
 
 // admit gives a waiting request its cached prefix and the blocks for its

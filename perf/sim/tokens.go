@@ -22,7 +22,7 @@ const DefaultEOS = 151645
 // per token, about 256 tokens on average.
 const eosOneIn = 256
 
-func seedOf(requestID string, prompt []uint32) uint64 {
+func seedOf[ID string | []byte](requestID ID, prompt []uint32) uint64 {
 	// Stable across runs: a fixed mix of the prompt ids and request id.
 	h := uint64(0x9E3779B97F4A7C15)
 	for _, t := range prompt {
@@ -141,58 +141,65 @@ func (o *outbox) close() {
 }
 
 // frameBuilder turns outputs into TOKENS frames, its arrays reused from
-// one batch to the next.
+// one batch to the next, so that building them allocates nothing once
+// they have grown.
 type frameBuilder struct {
 	out   []serve.Tokens
 	ids   []uint32
 	lps   []wire.LogprobEntry
 	open  map[serve.Key]int // the frame each batching stream's outputs join
-	hasLP []bool            // per frame: its tokens carry logprobs
+	conns map[uint64]bool   // batches(conn) of the connections seen
+	// Per frame: its first and last output, and whether its tokens carry
+	// logprobs; per output, the next output of its frame (-1: none).
+	first, last []int
+	hasLP       []bool
+	next        []int
 }
 
 // frames builds the frames of outs for the routers whose batches(conn) is
 // want, in order. A stream of a router that batches has one frame for all
 // its outputs; other streams one frame per output, as before the feature.
 func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool, want bool) []serve.Tokens {
-	fb.out, fb.hasLP = fb.out[:0], fb.hasLP[:0]
+	fb.out, fb.first, fb.last, fb.hasLP = fb.out[:0], fb.first[:0], fb.last[:0], fb.hasLP[:0]
 	fb.ids, fb.lps = slices.Grow(fb.ids[:0], len(outs)), fb.lps[:0] // never grows below: Tokens views stay put
+	fb.next = slices.Grow(fb.next[:0], len(outs))[:len(outs)]
 	if fb.open == nil {
-		fb.open = map[serve.Key]int{}
+		fb.open, fb.conns = map[serve.Key]int{}, map[uint64]bool{}
 	}
 	clear(fb.open)
-	conns := map[uint64]bool{}
-	// members[f] lists frame f's outputs, in order.
-	var members [][]int
+	clear(fb.conns)
 	for i := range outs {
+		fb.next[i] = -1
 		k := serve.Key(outs[i].Key)
-		b, seen := conns[k.Conn]
+		b, seen := fb.conns[k.Conn]
 		if !seen {
 			b = batches(k.Conn)
-			conns[k.Conn] = b
+			fb.conns[k.Conn] = b
 		}
 		if b != want {
 			continue
 		}
 		if f, ok := fb.open[k]; ok && b && (!outs[i].HasToken || outs[i].HasLogprob == fb.hasLP[f]) {
-			members[f] = append(members[f], i)
+			fb.next[fb.last[f]], fb.last[f] = i, i
 			continue
 		}
-		fb.open[k] = len(members)
-		members = append(members, []int{i})
+		fb.open[k] = len(fb.first)
+		fb.first, fb.last = append(fb.first, i), append(fb.last, i)
 		fb.hasLP = append(fb.hasLP, outs[i].HasLogprob)
 	}
-	for f, idx := range members {
-		fb.out = append(fb.out, fb.frame(outs, idx, fb.hasLP[f]))
+	for f, i := range fb.first {
+		fb.out = append(fb.out, fb.frame(outs, i, fb.hasLP[f]))
 	}
 	return fb.out
 }
 
-// frame is one frame of outs[idx...], all of one stream, in order.
-func (fb *frameBuilder) frame(outs []Output, idx []int, hasLP bool) serve.Tokens {
-	t := serve.Tokens{Key: serve.Key(outs[idx[0]].Key)}
+// frame is the frame of the outputs chained from outs[first] by fb.next,
+// all of one stream, in order.
+func (fb *frameBuilder) frame(outs []Output, first int, hasLP bool) serve.Tokens {
+	t := serve.Tokens{Key: serve.Key(outs[first].Key)}
 	start, lpStart := len(fb.ids), len(fb.lps)
 	topN := 0
-	for _, i := range idx {
+	for i := first; i >= 0; i = fb.next[i] {
 		o := &outs[i]
 		if o.HasToken {
 			fb.ids = append(fb.ids, o.Token)

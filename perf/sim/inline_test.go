@@ -1,0 +1,156 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kvgate/kvgate/wire"
+)
+
+// freeRound sends n GENERATEs of prompt, maxTokens each, in one write on
+// streams from first, and reads frames until all n ended, returning the
+// tokens they carried and the TOKENS frames. It allocates nothing itself
+// once g and m have been used.
+func freeRound(tb testing.TB, c *wire.Conn, g *wire.Generate, m *wire.TokensMsg, first uint32, n int) (tokens, frames int) {
+	for i := range n {
+		if err := c.Queue(first+uint32(2*i), g); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	for ended := 0; ended < n; {
+		f, err := c.ReadFrame()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if f.Type != wire.TypeTokens {
+			continue
+		}
+		if err := wire.DecodeFrame(f, m, nil); err != nil {
+			tb.Fatal(err)
+		}
+		tokens, frames = tokens+m.Tokens.Len(), frames+1
+		if m.Last() {
+			ended++
+		}
+	}
+	return tokens, frames
+}
+
+// TestFreeInline: a free engine answers a read's GENERATEs on the read
+// goroutine with all of their tokens: a batching router gets each stream's
+// tokens of a burst in one frame, one that does not a frame a token.
+func TestFreeInline(t *testing.T) {
+	for _, batch := range []bool{true, false} {
+		s, addr := startServer(t, nil)
+		if !s.inline {
+			t.Fatal("the zero profile does not run inline")
+		}
+		c := dialRouterFeatures(t, addr, batch)
+		g := generate([]uint32{1, 2, 3, 4, 5}, 8)
+		var m wire.TokensMsg
+		tokens, frames := freeRound(t, c, g, &m, 1, 4)
+		wantFrames := 4 * 8
+		if batch {
+			wantFrames = 4 // 8 steps, one burst
+		}
+		if tokens != 4*8 || frames != wantFrames {
+			t.Fatalf("batching %v: %d tokens in %d frames, want 32 in %d", batch, tokens, frames, wantFrames)
+		}
+	}
+}
+
+// TestFreeCancel: on a free engine a CANCEL ends a running stream after
+// every token its steps made: the tokens received are the usage counted.
+// The request cannot end by itself (no max_tokens, and it stalls when its
+// blocks run out, long before its context does).
+func TestFreeCancel(t *testing.T) {
+	for _, batch := range []bool{true, false} {
+		_, addr := startServer(t, func(c *Config) { c.Rank.GPUBlocks, c.Rank.MaxModelLen = 256, 1<<22 })
+		c := dialRouterFeatures(t, addr, batch)
+		must(t, c.Send(1, generate([]uint32{1, 2, 3}, 0)))
+		tokens := 0
+		for sent := false; ; {
+			f, err := c.ReadFrame()
+			must(t, err)
+			if f.Type != wire.TypeTokens {
+				continue
+			}
+			var m wire.TokensMsg
+			must(t, wire.DecodeFrame(f, &m, nil))
+			tokens += m.Tokens.Len()
+			if !sent {
+				must(t, c.Send(1, &wire.Cancel{Reason: wire.CancelClientGone}))
+				sent = true
+			}
+			if m.Last() {
+				if m.Finish != wire.FinishCancelled || int(m.CompletionTokens) != tokens {
+					t.Fatalf("batching %v: ended %s with usage %d after %d tokens", batch, m.Finish, m.CompletionTokens, tokens)
+				}
+				break
+			}
+		}
+	}
+}
+
+// TestFreeAllocs: once warm, a free engine's path (read, GENERATE, steps,
+// frames, write) allocates only what a request must own, per request.
+func TestFreeAllocs(t *testing.T) {
+	_, addr := startServer(t, func(c *Config) { c.NoKVEvents = true })
+	c := dialRouterFeatures(t, addr, true)
+	g := generate([]uint32{1, 2, 3, 4, 5}, 1)
+	var m wire.TokensMsg
+	stream := uint32(1)
+	round := func() {
+		freeRound(t, c, g, &m, stream, 8)
+		stream += 16
+	}
+	round()
+	perRound := testing.AllocsPerRun(200, round)
+	if perReq := perRound / 8; perReq > maxFreeAllocs {
+		t.Fatalf("%.1f allocations a request, want at most %d", perReq, maxFreeAllocs)
+	}
+}
+
+// maxFreeAllocs is what a request of a prompt shorter than a block must
+// allocate: its Request, its token array and its block table.
+const maxFreeAllocs = 3
+
+// BenchmarkFreeRequest: a router's 8 GENERATEs of 1 token a round on one
+// connection to a free engine in this process, both sides; ns and allocs
+// per request.
+func BenchmarkFreeRequest(b *testing.B) {
+	_, addr := startServer(b, func(c *Config) { c.Rank.GPUBlocks = 8192 })
+	c := dialRouterFeatures(b, addr, true)
+	g := generate([]uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 1)
+	var m wire.TokensMsg
+	b.ReportAllocs()
+	stream := uint32(1)
+	for b.Loop() {
+		freeRound(b, c, g, &m, stream, 8)
+		stream += 16
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*b.N), "ns/request")
+}
+
+// dialRouterFeatures connects a router that takes batched TOKENS frames
+// (wire.FeatureTokenBatch) or does not.
+func dialRouterFeatures(tb testing.TB, addr string, batch bool) *wire.Conn {
+	tb.Helper()
+	var f wire.Feature
+	if batch {
+		f = wire.FeatureTokenBatch
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := wire.Dial(ctx, addr, &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RoleRouter, ID: "r", Features: f}}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	_ = c.NetConn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	return c
+}
