@@ -14,9 +14,11 @@ import (
 // handler's goroutine and OnTick through atomics.
 type connState struct {
 	c            gnet.Conn
+	fd           int // c's socket, for direct writes (direct.go)
 	srv          *Server
 	busy         atomic.Bool // a request is being served: later ones wait
-	closed       atomic.Bool
+	held         atomic.Bool // bytes wait in gnet's buffer for the request in service to end
+	closed       atomic.Bool // set under q.mu (direct.go)
 	timedOut     atomic.Bool
 	continueSent bool
 	rd           reader
@@ -54,42 +56,47 @@ func (st *connState) phaseNow() (int32, int64) { return st.phase.Load(), st.sinc
 // requests wait, and past PipelineWindow the socket is not read at all.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	st := c.Context().(*connState)
-	if st.busy.Load() {
-		return st.holdPipelined()
+	for {
+		if st.busy.Load() {
+			if a := st.holdPipelined(); a != gnet.None || !st.held.Load() || st.busy.Load() {
+				return a
+			}
+			continue // the request ended after held was set: its end may not have seen it
+		}
+		st.held.Store(false)
+		st.gate.resume(c)
+		buf, _ := c.Peek(-1)
+		if len(buf) == 0 {
+			return gnet.None
+		}
+		n, req, perr := st.rd.feed(buf)
+		_, _ = c.Discard(n)
+		if perr != nil {
+			st.loopWrite(errorResponse(perr.status, perr.msg))
+			return gnet.Close
+		}
+		if req == nil {
+			st.waiting()
+			return gnet.None
+		}
+		st.continueSent = false
+		if s.closing.Load() {
+			st.loopWrite(errorResponse(503, "server shutting down"))
+			return gnet.Close
+		}
+		st.busy.Store(true)
+		st.setPhase(phaseServe)
+		req.RemoteAddr = st.remote
+		w := &ResponseWriter{st: st, req: req}
+		w.header = w.fields[:0]
+		s.active.Add(1)
+		s.dispatch(w, req)
 	}
-	st.gate.resume(c)
-	buf, _ := c.Peek(-1)
-	if len(buf) == 0 {
-		return gnet.None
-	}
-	n, req, perr := st.rd.feed(buf)
-	_, _ = c.Discard(n)
-	if perr != nil {
-		_, _ = c.Write(errorResponse(perr.status, perr.msg))
-		return gnet.Close
-	}
-	if req == nil {
-		st.waiting(c)
-		return gnet.None
-	}
-	st.continueSent = false
-	if s.closing.Load() {
-		_, _ = c.Write(errorResponse(503, "server shutting down"))
-		return gnet.Close
-	}
-	st.busy.Store(true)
-	st.setPhase(phaseServe)
-	req.RemoteAddr = st.remote
-	w := &ResponseWriter{st: st, req: req}
-	w.header = w.fields[:0]
-	s.active.Add(1)
-	s.dispatch(w, req)
-	return st.holdPipelined()
 }
 
 // waiting records what an incomplete request waits for, and sends 100
 // Continue once its header asked for it.
-func (st *connState) waiting(c gnet.Conn) {
+func (st *connState) waiting() {
 	switch {
 	case st.rd.headerDone():
 		if st.phase.Load() != phaseBody {
@@ -97,16 +104,34 @@ func (st *connState) waiting(c gnet.Conn) {
 		}
 		if st.rd.expect100() && !st.continueSent {
 			st.continueSent = true
-			_, _ = c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
+			st.loopWrite([]byte("HTTP/1.1 100 Continue\r\n\r\n"))
 		}
 	case st.rd.started() && st.phase.Load() == phaseIdle:
 		st.setPhase(phaseHeader) // the header's time counts from its first byte
 	}
 }
 
+// loopWrite writes b on the loop through gnet, for a connection no handler
+// is writing to, and records what gnet kept (direct.go).
+func (st *connState) loopWrite(b []byte) {
+	q := &st.q
+	q.mu.Lock()
+	q.flushing = true
+	q.mu.Unlock()
+	_, _ = st.c.Write(b)
+	out := st.c.OutboundBuffered()
+	q.mu.Lock()
+	st.outbound.Store(int64(out))
+	q.flushing = false
+	q.mu.Unlock()
+}
+
 // holdPipelined runs while a request is served: bytes the client sends
 // ahead stay in gnet's buffer, and past the window the socket is no
-// longer read, so the client's own TCP window fills.
+// longer read, so the client's own TCP window fills. held tells the
+// request's end to wake the loop for them (reuse); the end seen after
+// held was set means that wake may not come, and the loop carries on
+// itself (the caller's loop).
 func (st *connState) holdPipelined() gnet.Action {
 	c, win := st.c, st.srv.cfg.PipelineWindow
 	buffered := c.InboundBuffered()
@@ -116,6 +141,9 @@ func (st *connState) holdPipelined() gnet.Action {
 	}
 	if buffered > win {
 		st.gate.pause(c)
+	}
+	if buffered > 0 {
+		st.held.Store(true)
 	}
 	return gnet.None
 }

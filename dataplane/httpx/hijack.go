@@ -50,11 +50,16 @@ func (w *ResponseWriter) Hijack(ctx context.Context) (*net.TCPConn, error) {
 }
 
 // outboundNow asks the event loop how many bytes gnet still holds for
-// the client (-1 when it cannot tell).
+// the client (-1 when it cannot tell), and records it in outbound.
 func (w *ResponseWriter) outboundNow(ctx context.Context) int {
 	ch := make(chan int, 1)
-	err := w.st.c.Wake(func(c gnet.Conn, _ error) error {
-		ch <- c.OutboundBuffered()
+	st := w.st
+	err := st.c.Wake(func(c gnet.Conn, _ error) error {
+		n := c.OutboundBuffered()
+		st.q.mu.Lock() // outbound is stored on the loop only (direct.go)
+		st.outbound.Store(int64(n))
+		st.q.mu.Unlock()
+		ch <- n
 		return nil
 	})
 	if err != nil {

@@ -25,13 +25,16 @@ import (
 // the loop after the last bytes are written, so nothing of the next
 // response, nor gnet's close, can overtake them.
 
-// writeQueue is a connection's streamed bytes on their way to its loop.
-// mu guards all of it; it is held only to append or to swap buffers.
+// writeQueue is a connection's streamed bytes on their way to its loop,
+// and the connection's write lock (direct.go). mu guards all of it but
+// out; the loop holds it only to swap buffers or record what it wrote.
 type writeQueue struct {
-	mu     sync.Mutex
-	buf    []byte // queued, not yet given to gnet
-	listed bool   // on the flusher's list
-	end    func() // after buf is written: the response's end (flushEnd)
+	mu       sync.Mutex
+	buf      []byte // queued, not yet given to gnet
+	listed   bool   // on the flusher's list
+	flushing bool   // the loop is handing the last swapped buffer to gnet
+	async    int    // AsyncWrites of this connection not yet run by the loop
+	end      func() // after buf is written: the response's end (flushEnd)
 	// out is the loop's own, not under mu: the buffer it writes, which
 	// becomes buf again at the next swap (gnet keeps what the socket
 	// did not take in its own buffer).
@@ -100,11 +103,16 @@ func (st *connState) flush() {
 	if end != nil {
 		q.buf, q.out = nil, nil // the response is over: idle connections keep no buffers
 	}
+	q.flushing = true
 	q.mu.Unlock()
 	if len(b) > 0 && !st.closed.Load() { // closed is set on this loop: a closed conn is never written
 		_, _ = st.c.Write(b) // what the socket does not take now, gnet keeps in order
-		st.outbound.Store(int64(st.c.OutboundBuffered()))
 	}
+	out := st.c.OutboundBuffered()
+	q.mu.Lock()
+	st.outbound.Store(int64(out))
+	q.flushing = false
+	q.mu.Unlock()
 	st.pending.Add(-int64(len(b)))
 	if end != nil {
 		end()
@@ -112,8 +120,10 @@ func (st *connState) flush() {
 }
 
 // queue appends b to the connection's write queue; when asChunk, as one
-// chunk of the chunked encoding (size line, b, CRLF). A client with more
-// than MaxPendingWrite waiting for it is not reading, and is cut off.
+// chunk of the chunked encoding (size line, b, CRLF). When nothing else is
+// on its way the handler writes it to the socket itself (direct.go) and
+// queues only what the socket did not take. A client with more than
+// MaxPendingWrite waiting for it is not reading, and is cut off.
 func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
 	st := w.st
 	n := len(b)
@@ -123,8 +133,12 @@ func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
 	if err := w.admit(n); err != nil {
 		return err
 	}
+	if hook := beforeWriteLock.Load(); hook != nil {
+		(*hook)()
+	}
 	q := &st.q
 	q.mu.Lock()
+	direct := st.direct()
 	if asChunk {
 		q.buf = strconv.AppendInt(q.buf, int64(len(b)), 16)
 		q.buf = append(q.buf, "\r\n"...)
@@ -132,6 +146,22 @@ func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
 		q.buf = append(q.buf, "\r\n"...)
 	} else {
 		q.buf = append(q.buf, b...)
+	}
+	if direct {
+		sent, err := st.writeSocket(q.buf)
+		if err != nil {
+			q.buf = q.buf[:0]
+			q.mu.Unlock()
+			st.pending.Add(-int64(n))
+			_ = st.c.CloseWithCallback(nil)
+			return err
+		}
+		q.buf = q.buf[:copy(q.buf, q.buf[sent:])]
+		st.pending.Add(-int64(sent))
+		if len(q.buf) == 0 {
+			q.mu.Unlock()
+			return nil
+		}
 	}
 	list := !q.listed
 	q.listed = true
@@ -142,12 +172,19 @@ func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
 	return nil
 }
 
-// flushEnd queues end to run on the loop once everything queued before it
-// is written; the loop then drops the connection's buffers.
+// flushEnd runs end once everything queued before it is written: at once
+// when nothing is on its way, otherwise on the loop, which then drops the
+// connection's buffers.
 func (w *ResponseWriter) flushEnd(end func()) {
 	st := w.st
 	q := &st.q
 	q.mu.Lock()
+	if st.direct() {
+		q.buf, q.out = nil, nil // the response is over: idle connections keep no buffers
+		q.mu.Unlock()
+		end()
+		return
+	}
 	q.end = end
 	list := !q.listed
 	q.listed = true

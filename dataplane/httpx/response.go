@@ -12,10 +12,11 @@ import (
 )
 
 // ResponseWriter writes one response, whole (Write then Finish) or streamed
-// (Stream, Chunk..., Finish). A whole response leaves through gnet's
-// AsyncWrite from the handler's goroutine, a streamed one through the
-// connection's write queue (outq.go); bytes not yet on the wire are
-// counted. A streamed response to a client that lets more than
+// (Stream, Chunk..., Finish). Its bytes go straight to the socket from the
+// handler's goroutine while nothing else of the connection is on its way
+// (direct.go); otherwise a whole response leaves through gnet's AsyncWrite,
+// a streamed one through the connection's write queue (outq.go). Bytes
+// not yet on the wire are counted. A streamed response to a client that lets more than
 // MaxPendingWrite pile up is cut off; a whole response is written as fast
 // as the client reads it.
 type ResponseWriter struct {
@@ -200,12 +201,15 @@ func (w *ResponseWriter) finishStream() error {
 	return err
 }
 
-// reuse readies the connection for its next request and parses one that
-// is already buffered.
+// reuse readies the connection for its next request, and wakes the loop
+// when one is already buffered (held, conn.go): otherwise the loop
+// parses the next one when its bytes arrive.
 func (st *connState) reuse() {
 	st.setPhase(phaseIdle)
 	st.busy.Store(false)
-	_ = st.c.Wake(nil) // on the loop: reading resumes, a pipelined request is parsed
+	if st.held.Swap(false) {
+		_ = st.c.Wake(nil) // on the loop: reading resumes, the pipelined request is parsed
+	}
 }
 
 // Abort drops the connection without completing the response.
@@ -272,27 +276,32 @@ func (w *ResponseWriter) send(b []byte) error { return w.sendOne(b, nil) }
 
 // sendOne is send, putting release back in msgBufs once b is written.
 func (w *ResponseWriter) sendOne(b []byte, release *[]byte) error {
-	st := w.st
-	if st.closed.Load() {
-		return ErrClientGone
+	if err := w.admit(len(b)); err != nil {
+		return err
 	}
-	if st.pending.Add(int64(len(b)))+st.outbound.Load() > int64(st.srv.cfg.MaxPendingWrite) {
-		st.srv.log.Warn("client not reading: disconnecting", "remote", st.remote, "pending", st.pending.Load(),
-			"outbound", st.outbound.Load(), "limit", st.srv.cfg.MaxPendingWrite)
-		_ = st.c.CloseWithCallback(nil)
-		return ErrClientGone
-	}
+	return w.st.writeWhole(b, release)
+}
+
+// asyncWrite hands b, an AsyncWrite counted in q.async, to the loop.
+func (st *connState) asyncWrite(b []byte, release *[]byte) error {
 	n := int64(len(b))
-	return st.c.AsyncWrite(b, func(c gnet.Conn, _ error) error {
+	err := st.c.AsyncWrite(b, func(c gnet.Conn, _ error) error {
 		// On the event loop: the one place OutboundBuffered may be read.
+		st.q.mu.Lock()
 		st.outbound.Store(int64(c.OutboundBuffered()))
+		st.q.async--
+		st.q.mu.Unlock()
 		st.pending.Add(-n)
-		if release != nil && cap(*release) <= maxPooledMsg {
-			*release = (*release)[:0]
-			msgBufs.Put(release)
-		}
+		putMsg(release)
 		return nil
 	})
+	if err != nil { // the engine is stopping: no callback comes
+		st.q.mu.Lock()
+		st.q.async--
+		st.q.mu.Unlock()
+		st.pending.Add(-n)
+	}
+	return err
 }
 
 // sendPaced queues b in pieces of at most half of MaxPendingWrite, each
@@ -335,7 +344,6 @@ func (w *ResponseWriter) waitRoom(n int64) error {
 		if out < 0 {
 			return ErrClientGone
 		}
-		st.outbound.Store(int64(out))
 		held = st.pending.Load() + int64(out)
 		if held+n <= limit {
 			return nil

@@ -186,7 +186,7 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		s.log.Warn("connection refused: at --max-conns", "remote", c.RemoteAddr().String(), "max", s.cfg.MaxConns)
 		return errorResponse(503, "too many connections"), gnet.Close
 	}
-	st := &connState{c: c, srv: s, gone: make(chan struct{}), remote: c.RemoteAddr().String(),
+	st := &connState{c: c, fd: c.Fd(), srv: s, gone: make(chan struct{}), remote: c.RemoteAddr().String(),
 		rd: reader{lim: limits{maxHeader: s.cfg.MaxHeaderBytes, maxBody: s.cfg.MaxBodyBytes}, keepRaw: s.cfg.KeepRaw}}
 	st.fl = s.flusherOf(c.EventLoop())
 	st.setPhase(phaseIdle)
@@ -200,7 +200,9 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 // OnClose implements gnet.EventHandler.
 func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	if st, ok := c.Context().(*connState); ok {
-		st.closed.Store(true)
+		st.q.mu.Lock()
+		st.closed.Store(true) // no direct write after this: gnet closes the socket once OnClose returns (direct.go)
+		st.q.mu.Unlock()
 		st.rd = reader{} // what it held goes at once
 		close(st.gone)
 		s.mu.Lock()
@@ -211,33 +213,59 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 }
 
 // OnTick closes connections whose header, body or idle wait ran out:
-// those that were sending a request get a 408 first.
+// those that were sending a request get a 408 first. The decision is
+// taken again on the connection's loop (expiry), where no handler writes
+// while it reads a request.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	now := time.Now().UnixNano()
 	s.mu.Lock()
 	for st := range s.conns {
-		phase, since := st.phaseNow()
-		var limit time.Duration
-		switch phase {
-		case phaseIdle:
-			limit = s.cfg.IdleTimeout
-		case phaseHeader:
-			limit = s.cfg.HeaderTimeout
-		case phaseBody:
-			limit = s.cfg.BodyTimeout
-		default:
-			continue
+		if _, over := st.overdue(now); over && st.timedOut.CompareAndSwap(false, true) {
+			if st.fl.loop.Execute(context.Background(), expiry{st}) != nil {
+				st.timedOut.Store(false) // the engine is stopping
+			}
 		}
-		if time.Duration(now-since) <= limit || !st.timedOut.CompareAndSwap(false, true) {
-			continue
-		}
-		if phase != phaseIdle {
-			_ = st.c.AsyncWrite(errorResponse(408, "request not received in time"), nil)
-		}
-		_ = st.c.CloseWithCallback(nil)
 	}
 	s.mu.Unlock()
 	return time.Second, gnet.None
+}
+
+// overdue reports the connection's phase and whether its wait ran out.
+func (st *connState) overdue(now int64) (int32, bool) {
+	phase, since := st.phaseNow()
+	var limit time.Duration
+	switch phase {
+	case phaseIdle:
+		limit = st.srv.cfg.IdleTimeout
+	case phaseHeader:
+		limit = st.srv.cfg.HeaderTimeout
+	case phaseBody:
+		limit = st.srv.cfg.BodyTimeout
+	default:
+		return phase, false
+	}
+	return phase, time.Duration(now-since) > limit
+}
+
+// expiry closes a connection whose wait ran out, on its loop.
+type expiry struct{ st *connState }
+
+// Run implements gnet.Runnable.
+func (e expiry) Run(context.Context) error {
+	st := e.st
+	if st.closed.Load() {
+		return nil
+	}
+	phase, over := st.overdue(time.Now().UnixNano())
+	if !over { // a request arrived in time after all
+		st.timedOut.Store(false)
+		return nil
+	}
+	if phase != phaseIdle {
+		st.loopWrite(errorResponse(408, "request not received in time"))
+	}
+	_ = st.c.Close()
+	return nil
 }
 
 // Shutdown stops accepting, lets in-flight requests finish until ctx ends,
