@@ -204,13 +204,13 @@ type preNormalized struct {
 // as any other field and normalized later.
 func (b *chatBody) normalizeAt(w *jsonWalker) bool {
 	list := jsonWalker{b: w.b, i: w.i}
-	msgs, ok, err := normalizePlainAt(&list, &b.pre.sink)
+	sink := new(imageSink) // on the heap, where the images go; b stays where its caller put it
+	msgs, ok, err := normalizePlainAt(&list, sink)
 	if !ok {
-		b.pre.sink = imageSink{}
 		return false
 	}
 	b.Messages = w.b[w.i:list.i]
-	b.pre = preNormalized{done: true, msgs: msgs, err: err, sink: b.pre.sink}
+	b.pre = preNormalized{done: true, msgs: msgs, err: err, sink: *sink}
 	w.i = list.i
 	return true
 }
