@@ -24,6 +24,12 @@ import (
 // of the response (the connection's next request, or its close) runs on
 // the loop after the last bytes are written, so nothing of the next
 // response, nor gnet's close, can overtake them.
+//
+// The stream's head, its last chunk and its end skip the queue when
+// nothing is on its way (direct.go): the handler writes them itself and
+// ends the response at once. Chunks always take the queue: with
+// thousands of streams the loop's one write per connection per wake-up
+// costs less than a write(2) per chunk from each handler (perf/RESULTS.md).
 
 // writeQueue is a connection's streamed bytes on their way to its loop,
 // and the connection's write lock (direct.go). mu guards all of it but
@@ -35,9 +41,9 @@ type writeQueue struct {
 	flushing bool   // the loop is handing the last swapped buffer to gnet
 	async    int    // AsyncWrites of this connection not yet run by the loop
 	end      func() // after buf is written: the response's end (flushEnd)
-	// out is the loop's own, not under mu: the buffer it writes, which
-	// becomes buf again at the next swap (gnet keeps what the socket
-	// did not take in its own buffer).
+	// out is the buffer the loop writes, which becomes buf again at the
+	// next swap (gnet keeps what the socket did not take in its own
+	// buffer); swapped under mu, read by the loop while flushing.
 	out []byte
 }
 
@@ -120,10 +126,11 @@ func (st *connState) flush() {
 }
 
 // queue appends b to the connection's write queue; when asChunk, as one
-// chunk of the chunked encoding (size line, b, CRLF). When nothing else is
-// on its way the handler writes it to the socket itself (direct.go) and
-// queues only what the socket did not take. A client with more than
-// MaxPendingWrite waiting for it is not reading, and is cut off.
+// chunk of the chunked encoding (size line, b, CRLF). Bytes that are not
+// a chunk, when nothing else is on its way, the handler writes to the
+// socket itself (direct.go), queueing only what the socket did not take.
+// A client with more than MaxPendingWrite waiting for it is not reading,
+// and is cut off.
 func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
 	st := w.st
 	n := len(b)
@@ -138,7 +145,7 @@ func (w *ResponseWriter) queue(b []byte, asChunk bool) error {
 	}
 	q := &st.q
 	q.mu.Lock()
-	direct := st.direct()
+	direct := !asChunk && st.direct()
 	if asChunk {
 		q.buf = strconv.AppendInt(q.buf, int64(len(b)), 16)
 		q.buf = append(q.buf, "\r\n"...)
