@@ -102,13 +102,23 @@ func (p *reader) finish() *Request {
 	return req
 }
 
+// headEnd is the empty line that ends a header.
+var headEnd = []byte("\r\n\r\n")
+
 // header takes bytes of the header until its empty line, and parses it.
+// A header that arrives whole in one read is parsed where it lies; one
+// split across reads is gathered in hdr.
 func (p *reader) header(b []byte) (int, *parseError) {
 	room := p.lim.maxHeader - len(p.hdr)
 	take := b[:min(len(b), room+1)]
+	if len(p.hdr) == 0 {
+		if end := bytes.Index(take, headEnd); end >= 0 {
+			return end + 4, p.head(take[:end])
+		}
+	}
 	p.hdr = append(p.hdr, take...)
 	from := max(0, p.scanned-3)
-	end := bytes.Index(p.hdr[from:], []byte("\r\n\r\n"))
+	end := bytes.Index(p.hdr[from:], headEnd)
 	if end < 0 {
 		if len(p.hdr) > p.lim.maxHeader {
 			return 0, &parseError{431, "request header too large"}
@@ -118,23 +128,29 @@ func (p *reader) header(b []byte) (int, *parseError) {
 	}
 	end += from
 	used := len(take) - (len(p.hdr) - (end + 4))
-	req, fr, perr := parseHead(p.hdr[:end])
+	return used, p.head(p.hdr[:end])
+}
+
+// head parses a complete header (parseHead copies what it keeps) and
+// readies the reader for the body.
+func (p *reader) head(b []byte) *parseError {
+	req, fr, perr := parseHead(b)
 	if perr != nil {
-		return 0, perr
+		return perr
 	}
 	p.req, p.fr, p.hdr = req, fr, nil
 	switch {
 	case fr.chunked:
 		p.state = readChunkSize
 	case fr.contentLength > p.lim.maxBody:
-		return 0, &parseError{413, "request body too large"}
+		return &parseError{413, "request body too large"}
 	default:
 		p.state, p.need = readBody, max(fr.contentLength, 0)
 		if p.need > 0 {
 			p.req.Body = make([]byte, 0, p.need)
 		}
 	}
-	return used, nil
+	return nil
 }
 
 // framingLine takes bytes of a chunk-size line, the CRLF after a chunk's
