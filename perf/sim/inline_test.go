@@ -1,44 +1,10 @@
 package sim
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/kvgate/kvgate/wire"
 )
-
-// freeRound sends n GENERATEs of prompt, maxTokens each, in one write on
-// streams from first, and reads frames until all n ended, returning the
-// tokens they carried and the TOKENS frames. It allocates nothing itself
-// once g and m have been used.
-func freeRound(tb testing.TB, c *wire.Conn, g *wire.Generate, m *wire.TokensMsg, first uint32, n int) (tokens, frames int) {
-	for i := range n {
-		if err := c.Queue(first+uint32(2*i), g); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := c.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	for ended := 0; ended < n; {
-		f, err := c.ReadFrame()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if f.Type != wire.TypeTokens {
-			continue
-		}
-		if err := wire.DecodeFrame(f, m, nil); err != nil {
-			tb.Fatal(err)
-		}
-		tokens, frames = tokens+m.Tokens.Len(), frames+1
-		if m.Last() {
-			ended++
-		}
-	}
-	return tokens, frames
-}
 
 // TestFreeInline: a free engine answers a read's GENERATEs on the read
 // goroutine with all of their tokens: a batching router gets each stream's
@@ -118,39 +84,3 @@ func TestFreeAllocs(t *testing.T) {
 // maxFreeAllocs is what a request of a prompt shorter than a block must
 // allocate: its Request, its token array and its block table.
 const maxFreeAllocs = 3
-
-// BenchmarkFreeRequest: a router's 8 GENERATEs of 1 token a round on one
-// connection to a free engine in this process, both sides; ns and allocs
-// per request.
-func BenchmarkFreeRequest(b *testing.B) {
-	_, addr := startServer(b, func(c *Config) { c.Rank.GPUBlocks = 8192 })
-	c := dialRouterFeatures(b, addr, true)
-	g := generate([]uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, 1)
-	var m wire.TokensMsg
-	b.ReportAllocs()
-	stream := uint32(1)
-	for b.Loop() {
-		freeRound(b, c, g, &m, stream, 8)
-		stream += 16
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*b.N), "ns/request")
-}
-
-// dialRouterFeatures connects a router that takes batched TOKENS frames
-// (wire.FeatureTokenBatch) or does not.
-func dialRouterFeatures(tb testing.TB, addr string, batch bool) *wire.Conn {
-	tb.Helper()
-	var f wire.Feature
-	if batch {
-		f = wire.FeatureTokenBatch
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := wire.Dial(ctx, addr, &wire.HandshakeConfig{Local: wire.Handshake{Role: wire.RoleRouter, ID: "r", Features: f}}, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	_ = c.NetConn.SetReadDeadline(time.Now().Add(60 * time.Second))
-	return c
-}
