@@ -1,10 +1,12 @@
 // Package httpx is kvgate's HTTP/1.1 server on gnet event loops: parsing
 // (keep-alive, pipelining, Content-Length and chunked bodies, Expect:
 // 100-continue) with hard limits, handlers run off the loop, and responses
-// (whole or streamed with chunked encoding) written back in request order,
-// whole ones with AsyncWrite, streamed ones through a per-connection write
-// queue that the loop drains in one write per wake-up (outq.go), with
-// bounded output buffering per connection. What runs on
+// (whole or streamed with chunked encoding) written back in request order:
+// straight from the handler's goroutine when nothing else of the
+// connection is on its way (direct.go), otherwise whole ones with
+// AsyncWrite and a stream's chunks through a per-connection write queue
+// that the loop drains in one write per wake-up (outq.go), with bounded
+// output buffering per connection. What runs on
 // an event loop, and what may block one: dataplane/LOCKS.md.
 //
 // What a client can make the server hold is bounded: a header by
