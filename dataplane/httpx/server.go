@@ -212,11 +212,13 @@ func (s *Server) OnClose(c gnet.Conn, _ error) gnet.Action {
 	return gnet.None
 }
 
-// OnTick closes connections whose header, body or idle wait ran out:
-// those that were sending a request get a 408 first. The decision is
+// OnTick, once a second, ends handler goroutines idle for too long and
+// closes connections whose header, body or idle wait ran out: those that
+// were sending a request get a 408 first. The decision is
 // taken again on the connection's loop (expiry), where no handler writes
 // while it reads a request.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	s.workers.tick()
 	now := time.Now().UnixNano()
 	s.mu.Lock()
 	for st := range s.conns {
