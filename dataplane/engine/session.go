@@ -52,7 +52,8 @@ func (e *Engine) session(ctx context.Context) error {
 	// an engine holds open.
 	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
 	closeOnDone := context.AfterFunc(hctx, func() { _ = nc.Close() })
-	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
+	b := &sinkBatch{poll: nc.Reader()} // the streams whose sinks take the frames read (sink.go)
+	c, err := wire.Client(hctx, &batchConn{Connection: nc, b: b}, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
 		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: e.pool.helloFeatures()},
 		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
 	if !closeOnDone() && err == nil {
@@ -99,7 +100,7 @@ func (e *Engine) session(ctx context.Context) error {
 		_ = c.Close() // a write it has under way fails now
 		<-watched
 	}()
-	err = e.readLoop(ctx, c, &heard)
+	err = e.readLoop(ctx, c, b, &heard)
 	select {
 	case <-silent:
 		return fmt.Errorf("%w (%v)", ErrSilent, err)
@@ -168,11 +169,12 @@ func firstModel(ms []string) string {
 	return ms[0]
 }
 
-// readLoop dispatches frames until the connection fails. heard counts,
+// readLoop dispatches frames until the connection fails; b batches the
+// frames for streams' sinks (sink.go). heard counts,
 // for the watcher, each frame read and each frame handled: odd while one
 // is being handled (applying a large snapshot can take a while, and the
 // engine is not silent meanwhile).
-func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint64) error {
+func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, b *sinkBatch, heard *atomic.Uint64) error {
 	lim := &e.pool.cfg.Limits
 	var tok wire.TokensMsg
 	var evs wire.KVEvents
@@ -185,12 +187,15 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, heard *atomic.Uint6
 		if f.Stream != 0 && controlFrame(f.Type) {
 			return fmt.Errorf("%s on stream %d: %w", f.Type, f.Stream, wire.ErrUnexpectedFrame)
 		}
+		if f.Type == wire.TypeSnapshot || f.Type == wire.TypePing {
+			b.flush() // this frame may take a while (a snapshot, a PONG's write): the tokens go out first
+		}
 		switch f.Type {
 		case wire.TypeTokens:
 			if err := wire.DecodeFrame(f, &tok, lim); err != nil {
 				return err
 			}
-			e.deliverTokens(f.Stream, &tok)
+			e.deliverTokens(f.Stream, &tok, b)
 		case wire.TypeError:
 			var m wire.Error
 			if err := wire.DecodeFrame(f, &m, lim); err != nil {

@@ -31,10 +31,14 @@ type Event struct {
 }
 
 // Stream is one request on an engine connection. The engine's read loop
-// never blocks on it: events queue on the stream, consecutive token frames
-// merged into one event, and Ready signals that Take has something. A
-// consumer that falls behind only makes the next Take larger; a client that
-// stops reading is the HTTP layer's to cut off.
+// never waits for its consumer: events queue on the stream, consecutive
+// token frames merged into one event, and Ready signals that Take has
+// something. A consumer that falls behind only makes the next Take larger;
+// a client that stops reading is the HTTP layer's to cut off.
+//
+// A consumer may instead Attach a Sink: the read loop then hands it the
+// stream's plain events (tokens, neither first nor last) itself, a read's
+// worth at a time, with no goroutine woken (sink.go).
 type Stream struct {
 	e  *Engine
 	id uint32
@@ -44,6 +48,14 @@ type Stream struct {
 	free   []Event       // events Release handed back, for the next frames
 	ready  chan struct{} // capacity 1: "queue is not empty"
 	closed bool          // the last event is queued; guarded by e.mu for the stream table
+	// The sink's state (sink.go), under mu: taken says the consumer is
+	// handling events Take returned (until Release), dirty that the stream
+	// is in the read loop's batch, inline that the read loop is in
+	// sink.Deliver, ended that Deliver returned false.
+	sink                        Sink
+	taken, dirty, inline, ended bool
+	detaching                   bool
+	idle                        sync.Cond // Detach waits on it for an inline delivery to return
 
 	// started (first token seen) and frames (frames delivered) are set by
 	// the read loop; the session's watcher compares frames with seen, its
@@ -59,31 +71,59 @@ func (s *Stream) Ready() <-chan struct{} { return s.ready }
 
 // Take returns the queued events (nil if none). After the event with Last
 // set has been taken, the stream is over. The events are the caller's
-// until it hands them back with Release.
+// until it hands them back with Release. While the read loop delivers
+// events to the stream's sink (sink.go), Take returns nil, and Ready is
+// signalled again after the delivery if more queued meanwhile.
 func (s *Stream) Take() []Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.inline {
+		return nil
+	}
 	q := s.queue
 	s.queue = nil
+	s.taken = s.sink != nil && len(q) > 0
 	return q
 }
 
 // Release hands back events Take returned, once the caller is done with
 // them (their Tokens included): the next frames are decoded into their
-// arrays, so a stream that keeps up allocates nothing per frame.
+// arrays, so a stream that keeps up allocates nothing per frame. With a
+// sink attached, the read loop delivers to it again from here on.
 func (s *Stream) Release(evs []Event) {
 	s.mu.Lock()
 	if s.free == nil && cap(evs) > 0 {
 		s.free = evs[:0]
 	}
+	s.taken = false
 	s.mu.Unlock()
 }
 
 // pushFrame queues a TOKENS frame's event: a plain one (neither first nor
 // last) joins the plain event queued before it; ids are decoded straight
-// into the queue's arrays.
-func (s *Stream) pushFrame(m *wire.TokensMsg) {
+// into the queue's arrays. With a sink attached, a plain frame waits for
+// the read loop's batch (sink.go) instead of waking the consumer: batch
+// says the stream has to join it.
+func (s *Stream) pushFrame(m *wire.TokensMsg) (batch bool) {
 	s.mu.Lock()
+	if !s.queueFrame(m) {
+		s.mu.Unlock()
+		return false // joined a queued event: its wake (or batch) is on its way
+	}
+	if s.sink != nil && !m.First() && !m.Last() {
+		batch = !s.dirty
+		s.dirty = true
+		s.mu.Unlock()
+		return batch
+	}
+	s.mu.Unlock()
+	s.signal()
+	return false
+}
+
+// queueFrame queues m, with s.mu held; false when m joined the event
+// before it.
+func (s *Stream) queueFrame(m *wire.TokensMsg) (added bool) {
 	n := len(s.queue)
 	if n > 0 && !m.First() && !m.Last() {
 		if last := &s.queue[n-1]; !last.Last && last.Err == nil {
@@ -91,8 +131,7 @@ func (s *Stream) pushFrame(m *wire.TokensMsg) {
 			if m.Flags&wire.TokLogprobs != 0 {
 				last.Logprobs = append(last.Logprobs, m.Logprobs.Entries()...)
 			}
-			s.mu.Unlock()
-			return
+			return false
 		}
 	}
 	if n == 0 && s.queue == nil {
@@ -111,8 +150,7 @@ func (s *Stream) pushFrame(m *wire.TokensMsg) {
 		ev.KVTransfer = append([]byte(nil), m.KVTransfer...)
 	}
 	s.queue = append(s.queue, ev)
-	s.mu.Unlock()
-	s.signal()
+	return true
 }
 
 // push queues an event that ends the stream (or fails it).
@@ -190,13 +228,17 @@ func (s *Stream) Cancel(reason wire.CancelReason) {
 // Engine returns the engine serving the stream.
 func (s *Stream) Engine() *Engine { return s.e }
 
-func (e *Engine) deliverTokens(id uint32, m *wire.TokensMsg) {
+// deliverTokens hands a TOKENS frame to its stream; a stream whose sink
+// is to take it joins b.
+func (e *Engine) deliverTokens(id uint32, m *wire.TokensMsg, b *sinkBatch) {
 	if s := e.open(id, m.Last()); s != nil {
 		if m.First() {
 			s.started.Store(true)
 		}
 		s.frames.Add(1)
-		s.pushFrame(m)
+		if s.pushFrame(m) {
+			b.streams = append(b.streams, s)
+		}
 	}
 }
 

@@ -128,6 +128,7 @@ func errString(err error) string {
 
 // attempt is the state of one attempt at streaming a request from an engine.
 type attempt struct {
+	g       *Gateway
 	req     *genRequest
 	d       *route.Decision
 	s       *engine.Stream
@@ -144,6 +145,10 @@ type attempt struct {
 	pieces    []api.Piece
 	whole     []byte // a whole response's text, parsed at its end
 	obs       *attemptObs
+	// attached: the engine's read loop hands the stream's plain events to
+	// Deliver; status is the response's once Deliver ended it.
+	attached bool
+	status   int
 }
 
 // completion is the attempt's completion tokens: the engine's count when
@@ -188,12 +193,18 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 
 // stream follows one engine stream to its end. retry is true when nothing
 // reached the client and another engine may serve the request. A client
-// that leaves ends the stream and aborts its response (499).
+// that leaves ends the stream and aborts its response (499). Once the
+// first token is out, a client's stream takes its plain events on the
+// engine's read loop (attempt.Deliver): this goroutine then waits only
+// for the end, an error, or the client leaving.
 func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out sink, obs *attemptObs) (status int, retry bool, err error) {
 	a := g.newAttempt(req, d, s, out, obs)
 	timeout := firstTokenTimers.Get().(*time.Timer)
 	timeout.Reset(g.FirstTokenTimeout)
 	defer func() {
+		if a.attached {
+			s.Detach() // before a's state is read or pooled: no delivery is under way after it
+		}
 		obs.end(status, retry, err, a.completion())
 		timeout.Stop() // Go 1.23 timers: after Stop no stale tick is left to read
 		firstTokenTimers.Put(timeout)
@@ -207,11 +218,17 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 		select {
 		case <-s.Ready():
 		case <-out.goneC():
+			if a.attached && s.Detach() {
+				return a.status, false, nil // the read loop's delivery ended the request first
+			}
 			s.Cancel(wire.CancelClientGone)
 			return out.gone(), false, nil
 		case <-firstToken:
 			s.Cancel(wire.CancelTimeout)
 			return req.fail(out, &api.Error{Status: 504, Message: "no first token from the engine in time"}), false, nil
+		}
+		if a.attached && s.SinkEnded() {
+			return a.status, false, nil
 		}
 		evs := s.Take()
 		for _, ev := range evs {
@@ -219,8 +236,31 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 				return status, retry, err
 			}
 		}
+		if a.started && !a.attached && a.inline() {
+			s.Attach(a) // from the next frame on: these events are handled first (Release)
+			a.attached = true
+		}
 		s.Release(evs) // handled: their arrays take the next frames
 	}
+}
+
+// inline reports whether the attempt's plain events may be handled on the
+// engine's read loop: one client's response (a choice of several, fanout.go,
+// shares its writer), and no tool parser on a stream, which can hold a
+// call's text back and send it at once, too large a write for the read loop
+// to make.
+func (a *attempt) inline() bool {
+	_, one := a.out.(*output)
+	return one && (!a.req.Stream || a.req.parser.Tools == nil)
+}
+
+// Deliver implements engine.Sink: it handles a plain event on the engine's
+// read loop, as stream would; false once the request is over (a stop
+// string, or the client gone), with its status in a.status.
+func (a *attempt) Deliver(ev *engine.Event) bool {
+	status, _, _, done := a.g.handle(a, *ev)
+	a.status = status
+	return !done
 }
 
 // newAttempt is the state of streaming s to out.
@@ -229,7 +269,7 @@ func (g *Gateway) newAttempt(req *genRequest, d *route.Decision, s *engine.Strea
 	// skip_special_tokens false then): some models' call markers are.
 	keepSpecial := req.parser.Tools != nil
 	a := attempts.Get().(*attempt)
-	*a = attempt{req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop),
+	*a = attempt{g: g, req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop),
 		sent: time.Now(), obs: obs, buf: a.buf[:0], pieces: a.pieces[:0], whole: a.whole[:0]}
 	return a
 }
