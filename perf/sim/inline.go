@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"runtime"
 	"time"
 
@@ -10,15 +11,19 @@ import (
 // A free engine (a profile whose steps and loads take no time, as
 // --sim-profile zero, and no hand-offs) has nothing to wait for, so it
 // runs a request on the goroutine that hands it over instead of waking a
-// rank that wakes a writer. The router connection's read goroutine adds
-// the GENERATEs of one read; then (serve.Batcher's EndBatch) it drives
-// the ranks: their steps back to back, a burst of at most maxStepsAhead
-// (the most steps the writer lets pile up), then the burst's KV events
-// and frames, in one write per connection. The frames are the writer's
-// for as many pending steps: for a router that batches, each stream's
-// tokens of the burst in one frame; for one that does not, a frame a
-// token. Work left after a full burst goes on in the rank's goroutine,
-// burst after burst.
+// rank that wakes the writer. The router connection's read goroutine adds
+// the GENERATEs of one read; then (serve.Batcher's EndBatch) it drives the
+// ranks: a burst of steps back to back, at most maxStepsAhead, whose KV
+// events and frames leave in one write per connection. The frames are
+// those of a writer that keeps up, one a stream for each step; only the
+// writes that carry them are fewer. A burst is written in the writer's
+// turn (outbox.writeHere), or queued for the writer when it is busy.
+//
+// A run longer than a burst (work left after maxStepsAhead steps) goes on
+// in the rank's goroutine the way a paced rank runs (pipeline): each step's
+// outputs to the writer, which sends what piled up while it wrote, the
+// rank waiting when it is maxStepsAhead steps ahead. So long streams leave
+// in the frames they always did.
 //
 // One goroutine at a time drives a rank (rank.driving, under rank.mu), so
 // steps, their events and their frames leave in order. A goroutine that
@@ -27,7 +32,7 @@ import (
 // output joins the rank's queue (rank.late) under that lock, behind the
 // outputs of the steps before it.
 
-// inlineBurst is what a driver collects in a burst, its arrays reused.
+// inlineBurst is what a driver collects, its arrays reused.
 type inlineBurst struct {
 	outs   []Output
 	events []wire.Message
@@ -39,60 +44,39 @@ func free(cfg *Config) bool {
 	return cfg.Rank.Profile.free() && cfg.Rank.Disagg.Role == wire.RoleBoth
 }
 
-// EndBatch drives every rank with work (serve.Batcher): the requests of
-// a read from a router are handed over.
+// EndBatch runs a burst on every rank with work that nobody drives
+// (serve.Batcher): the requests of a read from a router are handed over.
 func (b backend) EndBatch(uint64) {
 	if !b.s.inline {
 		return
 	}
 	for _, rk := range b.s.ranks {
-		rk.drive(true)
-	}
-}
-
-// runFree is a free rank's goroutine: it drives the rank when poked (a
-// snapshot request, a request that waited for its adapter, a run longer
-// than a burst).
-func (rk *rank) runFree() {
-	ctx := rk.srv.ctx
-	for {
-		select {
-		case <-rk.wake:
-		case <-ctx.Done():
-			return
+		if rk.claim() {
+			rk.burst()
+			if rk.release() {
+				rk.poke() // the rank's goroutine goes on
+			}
 		}
-		rk.drive(false)
 	}
 }
 
-// drive runs the rank's work, burst after burst, unless another
-// goroutine drives it. handOver makes it stop after a full burst with
-// work left and leave that to the rank's goroutine.
-func (rk *rank) drive(handOver bool) {
+// claim makes the caller the rank's driver if it has work and no driver.
+func (rk *rank) claim() bool {
 	rk.mu.Lock()
+	defer rk.mu.Unlock()
 	if rk.driving || !rk.hasWork() {
-		rk.mu.Unlock()
-		return
+		return false
 	}
 	rk.driving = true
-	rk.mu.Unlock()
-	for {
-		full := rk.burst()
-		rk.mu.Lock()
-		stop := !rk.hasWork() || rk.srv.ctx.Err() != nil
-		if stop || (full && handOver) {
-			rk.driving = false
-			rk.mu.Unlock()
-			if !stop {
-				rk.poke()
-			}
-			return
-		}
-		rk.mu.Unlock()
-		if full {
-			runtime.Gosched() // a long run: let the read loops in between bursts
-		}
-	}
+	return true
+}
+
+// release ends the caller's drive and reports whether work is left.
+func (rk *rank) release() bool {
+	rk.mu.Lock()
+	defer rk.mu.Unlock()
+	rk.driving = false
+	return rk.hasWork()
 }
 
 // hasWork reports whether the rank has something to run or send; rk.mu
@@ -101,59 +85,129 @@ func (rk *rank) hasWork() bool {
 	return !rk.core.Idle() || len(rk.late) > 0 || len(rk.snaps) > 0
 }
 
-// burst answers the snapshot requests, runs up to maxStepsAhead steps
-// and sends their events and frames; it reports whether it ran them all.
-// The caller drives the rank.
-func (rk *rank) burst() (full bool) {
+// takeLate moves the CANCELs' outputs to outs; rk.mu is held.
+func (rk *rank) takeLate(outs []Output) []Output {
+	outs = append(outs, rk.late...)
+	clear(rk.late)
+	rk.late = rk.late[:0]
+	return outs
+}
+
+// step runs one step; rk.mu is held. Its outputs follow outs; its events
+// come as the KV_EVENTS to send, nil when there are none.
+func (rk *rank) step(outs []Output) ([]Output, *wire.KVEvents) {
+	res := rk.core.stepAppend(outs)
+	if invariants {
+		if err := rk.core.Check(); err != nil {
+			panic(err)
+		}
+	}
+	if len(res.Events) == 0 || rk.srv.cfg.NoKVEvents {
+		return res.Outputs, nil
+	}
+	rk.seq++
+	return res.Outputs, &wire.KVEvents{Seq: rk.seq, TimestampNano: time.Now().UnixNano(), DPRank: uint16(rk.id),
+		Events: wireEvents(res.Events)}
+}
+
+// burst answers the snapshot requests, runs up to maxStepsAhead steps and
+// sends their events and frames. The caller drives the rank.
+func (rk *rank) burst() {
 	b := &rk.inline
-	steps := 0
-	for {
+	for steps := 0; ; steps++ {
 		rk.mu.Lock()
 		if steps == 0 {
-			// Between bursts every earlier step's events are out: a
-			// snapshot at seq N holds exactly batches 1..N.
+			// Every earlier step's events are out: a snapshot at seq N
+			// holds exactly batches 1..N.
 			rk.serveSnapshots()
 		}
-		if len(rk.late) > 0 {
-			b.outs = append(b.outs, rk.late...)
-			clear(rk.late)
-			rk.late = rk.late[:0]
-		}
+		b.outs = rk.takeLate(b.outs)
 		if rk.core.Idle() || steps == maxStepsAhead {
 			rk.mu.Unlock()
 			break
 		}
-		res := rk.core.stepAppend(b.outs)
-		b.outs = res.Outputs
-		if invariants {
-			if err := rk.core.Check(); err != nil {
-				panic(err)
-			}
-		}
-		if len(res.Events) > 0 && !rk.srv.cfg.NoKVEvents {
-			rk.seq++
-			b.events = append(b.events, &wire.KVEvents{Seq: rk.seq, TimestampNano: time.Now().UnixNano(),
-				DPRank: uint16(rk.id), Events: wireEvents(res.Events)})
-		}
+		var ev *wire.KVEvents
+		b.outs, ev = rk.step(b.outs)
 		rk.mu.Unlock()
-		steps++
+		if ev != nil {
+			b.events = append(b.events, ev)
+		}
 	}
 	rk.srv.sendBurst(b)
-	return steps == maxStepsAhead
 }
 
-// sendBurst writes a burst's events, then its frames, and forgets the
-// requests that ended. A router that does not batch, the rare one, gets
-// its frames in a second write.
+// sendBurst writes a burst's events, then its frames, in the writer's
+// turn, and forgets the requests that ended; with the writer busy, the
+// events go now and the outputs to the writer.
 func (s *Server) sendBurst(b *inlineBurst) {
-	if len(b.outs) > 0 || len(b.events) > 0 {
-		s.srv.Publish(b.events, b.fb.frames(b.outs, s.batches, true))
-		if frames := b.fb.frames(b.outs, s.batches, false); len(frames) > 0 {
-			s.srv.Deliver(frames)
+	switch {
+	case len(b.outs) == 0:
+		if len(b.events) > 0 {
+			s.srv.Publish(b.events, nil)
 		}
+	case s.out.writeHere():
+		s.srv.Publish(b.events, b.fb.frames(b.outs, eachStep, false))
+		s.finished(b.outs)
+		s.out.done()
+	default:
+		if len(b.events) > 0 {
+			s.srv.Publish(b.events, nil)
+		}
+		s.out.add(b.outs, false)
 	}
-	s.finished(b.outs)
 	clear(b.outs)
 	clear(b.events)
 	b.outs, b.events = b.outs[:0], b.events[:0]
+}
+
+// eachStep makes frames build a frame for each output: a burst's outputs
+// are one a stream for each step, so every router gets the frames of a
+// writer that keeps up.
+func eachStep(uint64) bool { return false }
+
+// runFree is a free rank's goroutine: it drives the rank when poked (a
+// snapshot request, a request that waited for its adapter, a run longer
+// than a burst).
+func (rk *rank) runFree(ctx context.Context) {
+	for {
+		select {
+		case <-rk.wake:
+		case <-ctx.Done():
+			return
+		}
+		if rk.claim() {
+			rk.pipeline(ctx)
+		}
+	}
+}
+
+// pipeline drives the rank until it has no work, step by step as a paced
+// rank runs (rank.run): events at once, outputs to the writer. The
+// caller drives the rank; pipeline ends the drive.
+func (rk *rank) pipeline(ctx context.Context) {
+	b := &rk.inline
+	for {
+		rk.mu.Lock()
+		rk.serveSnapshots()
+		b.outs = rk.takeLate(b.outs[:0])
+		if rk.core.Idle() || ctx.Err() != nil {
+			if len(b.outs) == 0 {
+				rk.driving = false
+				rk.mu.Unlock()
+				return
+			}
+			rk.mu.Unlock()
+			rk.srv.out.add(b.outs, false)
+			continue
+		}
+		var ev *wire.KVEvents
+		b.outs, ev = rk.step(b.outs)
+		rk.mu.Unlock()
+		runtime.Gosched()
+		if ev != nil {
+			rk.srv.srv.Broadcast(ev)
+		}
+		rk.srv.deliver(b.outs) // copies them
+		clear(b.outs)
+	}
 }

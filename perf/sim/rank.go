@@ -66,7 +66,7 @@ func (rk *rank) requestSnapshot(conn uint64, id uint32) {
 
 func (rk *rank) run(ctx context.Context) {
 	if rk.srv.inline {
-		rk.runFree() // inline.go
+		rk.runFree(ctx) // inline.go
 		return
 	}
 	speed := rk.srv.cfg.Speed

@@ -19,8 +19,8 @@ import (
 // and snapshot queue (and, on a free server, whether it is driven and its
 // CANCELs' outputs); the outbox's mu its outputs. A goroutine holds at
 // most one of them at a time. One writer goroutine sends every TOKENS
-// frame (writeTokens), except on a free server, whose ranks' drivers send
-// their own (inline.go).
+// frame (writeTokens), but for a free server's bursts, which their
+// drivers write in the writer's turn (inline.go).
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
@@ -35,8 +35,8 @@ type Server struct {
 	loras []*rankLoRA
 	// out carries the ranks' outputs to the writer (tokens.go).
 	out *outbox
-	// inline: the profile is free, so each request runs on the goroutine
-	// that hands it over and no writer runs (inline.go).
+	// inline: the profile is free, so a request runs on the goroutine
+	// that hands it over (inline.go).
 	inline bool
 
 	ctx    context.Context
@@ -69,10 +69,8 @@ func NewServer(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); rk.run(ctx) }()
 	}
-	if !s.inline {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.writeTokens() }()
-	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.writeTokens() }()
 	s.initLoRA()
 	if cfg.LoadInterval > 0 {
 		s.wg.Add(1)

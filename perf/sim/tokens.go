@@ -104,7 +104,7 @@ func (o *outbox) add(outs []Output, wait bool) {
 func (o *outbox) take() ([]Output, []int, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for len(o.pending) == 0 && !o.closed {
+	for (len(o.pending) == 0 || o.busy) && !o.closed { // busy: a driver writes a burst (writeHere)
 		o.cond.Wait()
 	}
 	if o.closed {
@@ -123,6 +123,27 @@ func (o *outbox) sent(outs []Output) {
 	clear(outs)
 	o.mu.Lock()
 	o.busy, o.spare = false, outs[:0]
+	o.mu.Unlock()
+}
+
+// writeHere gives the caller the writer's turn, for a batch it writes
+// itself (a free rank's burst, inline.go), when nothing is pending or
+// being written: then nothing older can be overtaken. done ends the turn.
+func (o *outbox) writeHere() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.busy || len(o.pending) > 0 || o.closed {
+		return false
+	}
+	o.busy = true
+	return true
+}
+
+// done ends a writeHere turn; the writer takes what came meanwhile.
+func (o *outbox) done() {
+	o.mu.Lock()
+	o.busy = false
+	o.cond.Broadcast()
 	o.mu.Unlock()
 }
 
