@@ -85,7 +85,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			return gnet.Close
 		}
 		st.busy.Store(true)
-		st.setPhase(phaseServe)
+		st.phase.Store(phaseServe) // no timeout while served: since is not read, and not worth a clock read
 		req.RemoteAddr = st.remote
 		w := &ResponseWriter{st: st, req: req}
 		w.header = w.fields[:0]
