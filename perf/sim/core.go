@@ -120,6 +120,7 @@ func (c *Core) Cancel(key RequestKey) (Output, bool) {
 func (c *Core) finish(r *Request, reason wire.FinishReason) Output {
 	c.releaseBlocks(r)
 	delete(c.byKey, r.Key)
+	r.finished = true
 	return Output{Key: r.Key, Finish: reason, PromptTokens: r.promptLen, CompletionTokens: r.generated, Cached: r.cached}
 }
 

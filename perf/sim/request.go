@@ -26,6 +26,7 @@ type Request struct {
 	cached     int  // prompt tokens served from cache at first admission
 	admitted   bool // has ever run (cached is set)
 	started    bool // has produced its first token
+	finished   bool // has ended: no longer the core's (Core.finish)
 	seed       uint64
 	stopTokens map[uint32]bool
 	script     []uint32 // the answer ToolCalls scripted (toolcall.go)

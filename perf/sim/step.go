@@ -100,7 +100,7 @@ func (c *Core) stepAppend(outs []Output) StepResult {
 			res.Outputs = append(res.Outputs, out)
 		}
 	}
-	c.running = slices.DeleteFunc(c.running, func(r *Request) bool { return c.byKey[r.Key] != r })
+	c.running = slices.DeleteFunc(c.running, func(r *Request) bool { return r.finished })
 	res.Events = c.blocks.takeEvents()
 	c.stats.Steps++
 	c.stats.PrefillTokens += res.PrefillTokens

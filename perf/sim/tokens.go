@@ -189,13 +189,17 @@ func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool, wa
 	}
 	clear(fb.open)
 	clear(fb.conns)
+	lastConn, b := uint64(0), false // outputs of one connection come in runs
 	for i := range outs {
 		fb.next[i] = -1
 		k := serve.Key(outs[i].Key)
-		b, seen := fb.conns[k.Conn]
-		if !seen {
-			b = batches(k.Conn)
-			fb.conns[k.Conn] = b
+		if i == 0 || k.Conn != lastConn {
+			seen := false
+			if b, seen = fb.conns[k.Conn]; !seen {
+				b = batches(k.Conn)
+				fb.conns[k.Conn] = b
+			}
+			lastConn = k.Conn
 		}
 		if b != want {
 			continue
