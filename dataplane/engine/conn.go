@@ -98,6 +98,8 @@ func (e *Engine) Shape() (maxBatched int, capacityTokens float64) {
 // published.
 type profile struct {
 	info wire.Handshake
+	// models are info.Models as a GENERATE spells them (ResolveWire).
+	models [][]byte
 	// hasher matches the engine's block size, seed and model.
 	hasher *kvstore.Hasher
 	slots  []kvstore.Slot // kvstore slot per data-parallel rank
@@ -108,6 +110,15 @@ type profile struct {
 
 // noProfile stands for an engine that has not completed a handshake.
 var noProfile = &profile{}
+
+// newProfile is the profile of handshake info, its models spelled once.
+func newProfile(info wire.Handshake, hasher *kvstore.Hasher, slots []kvstore.Slot, groups []kvstore.Group) *profile {
+	p := &profile{info: info, hasher: hasher, slots: slots, groups: groups, models: make([][]byte, len(info.Models))}
+	for i, m := range info.Models {
+		p.models[i] = []byte(m)
+	}
+	return p
+}
 
 func (e *Engine) profile() *profile {
 	if p := e.prof.Load(); p != nil {
@@ -184,17 +195,38 @@ func (e *Engine) Serves(model string) bool {
 // LoRA id to send (0 for a base model).
 func (e *Engine) Resolve(model string) (base string, lora uint32, ok bool) {
 	info := &e.profile().info
-	for _, m := range info.Models {
+	i, lora, ok := resolve(info, model)
+	if !ok {
+		return "", 0, false
+	}
+	return info.Models[i], lora, true
+}
+
+// ResolveWire is Resolve with the base model's name as a GENERATE's Model
+// field takes it, without a copy a request: the slice is the engine's
+// own and must not be written.
+func (e *Engine) ResolveWire(model string) (base []byte, lora uint32, ok bool) {
+	p := e.profile()
+	i, lora, ok := resolve(&p.info, model)
+	if !ok || i >= len(p.models) {
+		return nil, 0, false
+	}
+	return p.models[i], lora, true
+}
+
+// resolve is Resolve's lookup: the index of the base model in info.Models.
+func resolve(info *wire.Handshake, model string) (i int, lora uint32, ok bool) {
+	for i, m := range info.Models {
 		if m == model {
-			return m, 0, true
+			return i, 0, true
 		}
 	}
 	for _, l := range info.LoRAs {
 		if l.Name == model && len(info.Models) > 0 {
-			return info.Models[0], l.ID, true
+			return 0, l.ID, true
 		}
 	}
-	return "", 0, false
+	return 0, 0, false
 }
 
 // purge forgets what a lost engine held ("engine gone"): its cache may be

@@ -160,7 +160,7 @@ func (p *Pool) retire(e *Engine) {
 		}
 	}
 	old := e.profile()
-	e.prof.Store(&profile{info: old.info, hasher: old.hasher}) // its slots may go to another engine now
+	e.prof.Store(newProfile(old.info, old.hasher, nil, nil)) // its slots may go to another engine now
 	p.mem.mu.Lock()
 	defer p.mem.mu.Unlock()
 	// Drained and retired together, under the membership lock: a Remove

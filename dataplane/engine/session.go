@@ -158,7 +158,7 @@ func (e *Engine) adopt(c *wire.Conn) error {
 			return err
 		}
 	}
-	e.prof.Store(&profile{info: c.Peer, hasher: h, slots: slots, groups: groups})
+	e.prof.Store(newProfile(c.Peer, h, slots, groups))
 	return nil
 }
 

@@ -98,6 +98,9 @@ func TestHandshakeProfile(t *testing.T) {
 				if e.Serves(model) != w.ok {
 					t.Errorf("Serves(%q) = %v, want %v", model, !w.ok, w.ok)
 				}
+				if wb, wl, wok := e.ResolveWire(model); string(wb) != w.base || wl != w.lora || wok != w.ok {
+					t.Errorf("ResolveWire(%q) = %q, %d, %v; want %q, %d, %v", model, wb, wl, wok, w.base, w.lora, w.ok)
+				}
 			}
 
 			slots, ok := p.Index().Slots(e.Addr)

@@ -84,12 +84,12 @@ func (sp *split) transferEnded(outcome string) {
 func (g *Gateway) attemptSplit(req *genRequest, gen *wire.Generate, d *route.Decision, out sink) (status int, retry bool, err error) {
 	defer d.Done() // both sides; idempotent
 	pd := d.Prefill
-	base, lora, ok := pd.Engine.Resolve(req.Model)
+	base, lora, ok := pd.Engine.ResolveWire(req.Model)
 	if !ok {
 		return 0, true, engine.ErrNotReady
 	}
 	pgen := *gen
-	pgen.Model, pgen.LoRAID, pgen.DPRank = []byte(base), lora, pd.WireRank()
+	pgen.Model, pgen.LoRAID, pgen.DPRank = base, lora, pd.WireRank()
 	pgen.Flags |= wire.GenHandoff
 	pgen.Handoff = wire.Handoff{Side: wire.HandoffPrefill, DeadlineMillis: uint32(route.HandoffDeadline / time.Millisecond),
 		Peer: []byte(d.Engine.Info().ID)}
@@ -178,13 +178,13 @@ func (sp *split) awaitHandoff(out sink) (status int, retry bool, err error, done
 func (sp *split) handOff(out sink, ev engine.Event) (status int, retry bool, err error, done bool) {
 	g, req := sp.g, sp.req
 	sp.pd.FirstToken() // its KV is now held for the decode engine
-	base, lora, ok := sp.d.Engine.Resolve(req.Model)
+	base, lora, ok := sp.d.Engine.ResolveWire(req.Model)
 	if !ok {
 		sp.ps.Cancel(wire.CancelRerouted)
 		return 0, true, engine.ErrNotReady, true
 	}
 	dgen := *sp.gen
-	dgen.Model, dgen.LoRAID, dgen.DPRank = []byte(base), lora, sp.d.WireRank()
+	dgen.Model, dgen.LoRAID, dgen.DPRank = base, lora, sp.d.WireRank()
 	dgen.Prompt = wire.TokensOf(append(append(make([]uint32, 0, len(req.tokens)+1), req.tokens...), ev.Tokens[:1]...))
 	if dgen.MaxTokens > 0 {
 		dgen.MaxTokens--

@@ -36,7 +36,7 @@ type genRequest struct {
 // generate is the GENERATE frame of req, without an engine's model or
 // adapter (stream sets those).
 func (req *genRequest) generate() *wire.Generate {
-	gen := &wire.Generate{RequestID: []byte(req.id), Model: []byte(req.Model), MaxTokens: req.MaxTokens,
+	gen := &wire.Generate{RequestID: []byte(req.id), MaxTokens: req.MaxTokens,
 		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, DPRank: wire.AnyRank,
 		StopTokens: wire.TokensOf(req.StopTokenIDs), Prompt: wire.TokensOf(req.tokens), Guided: req.Guided}
 	if req.Seed != nil {
@@ -167,11 +167,11 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 		return g.attemptSplit(req, gen, d, out) // disagg.go
 	}
 	defer d.Done() // idempotent: a finished stream released it already
-	base, lora, ok := d.Engine.Resolve(req.Model)
+	base, lora, ok := d.Engine.ResolveWire(req.Model)
 	if !ok {
 		return 0, true, engine.ErrNotReady
 	}
-	gen.Model, gen.LoRAID, gen.DPRank = []byte(base), lora, d.WireRank() // the rank the router chose (any rank for one-rank engines)
+	gen.Model, gen.LoRAID, gen.DPRank = base, lora, d.WireRank() // the rank the router chose (any rank for one-rank engines)
 	// trace.go: the engine span, and the trace section of gen
 	obs := req.x.startAttempt(gen, d)
 	s, err := d.Engine.Generate(gen)
