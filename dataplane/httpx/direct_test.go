@@ -314,3 +314,61 @@ func connOf(t *testing.T, fd int) net.Conn {
 	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
 	return c
 }
+
+// wholeBody is response i's body: large enough that a write of it fills
+// the socket, different for every response.
+func wholeBody(i int) string {
+	return strings.Repeat(fmt.Sprintf("%03d-", i), 40<<10)
+}
+
+// TestWholeResponsesInOrderAcrossWays: pipelined whole responses, each
+// larger than the socket takes at once, to clients that read as fast as
+// they can: a response's first bytes leave directly, its rest through the
+// loop, and the next response must wait for that rest, however the
+// socket drains. Without the in-flight and outbound checks in direct a
+// later response's bytes overtake an earlier one's rest.
+func TestWholeResponsesInOrderAcrossWays(t *testing.T) {
+	const conns, pipelined = 8, 6
+	cfg := DefaultConfig()
+	cfg.SocketSendBuffer = 16 << 10
+	s := serveT(t, cfg, handlerFunc(func(w *ResponseWriter, r *Request) {
+		var i int
+		_, _ = fmt.Sscanf(r.Path, "/%d", &i)
+		_ = w.FinishBody(200, []byte(wholeBody(i)))
+	}))
+	var want, reqs strings.Builder
+	for i := range pipelined {
+		body := wholeBody(i)
+		fmt.Fprintf(&want, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		reqs.WriteString(get(fmt.Sprintf("/%d", i)))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for range conns {
+		c := dialT(t, s)
+		wg.Go(func() {
+			if _, err := io.WriteString(c, reqs.String()); err != nil {
+				errs <- err
+				return
+			}
+			got := make([]byte, want.Len())
+			if _, err := io.ReadFull(c, got); err != nil {
+				errs <- err
+				return
+			}
+			if string(got) != want.String() {
+				at := 0
+				for at < len(got) && got[at] == want.String()[at] {
+					at++
+				}
+				errs <- fmt.Errorf("bytes differ from %d: %.40q, want %.40q", at, got[at:], want.String()[at:])
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitIdle(t, s)
+}
