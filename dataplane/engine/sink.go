@@ -1,11 +1,6 @@
 package engine
 
-import (
-	"errors"
-	"time"
-
-	"github.com/cloudwego/netpoll"
-)
+import "github.com/cloudwego/netpoll"
 
 // A stream's consumer, woken for every event, costs a goroutine wake and
 // park per event, and at thousands of streams a cache miss on each cold
@@ -17,11 +12,10 @@ import (
 // Plain frames still queue on the stream, merged as before, and the stream
 // joins the read loop's batch. The batch goes to the sinks (flush) when the
 // read loop's next read from the socket would wait for the engine
-// (batchConn) and the flush is due (sinkSpread), when sinkBatchBytes have
-// been read since the last one, and before a SNAPSHOT or a PING (whose
-// handling may take a while). A read loop that keeps up thus hands each
-// frame on at once, and one that spends long in its sinks merges each
-// stream's frames that arrive meanwhile into one event.
+// (batchConn), when sinkBatchBytes have been read since the last one, and
+// before a SNAPSHOT or a PING (whose handling may take a while). A read
+// loop that keeps up thus hands each frame on at once, and one that is
+// behind merges each stream's frames that were waiting into one event.
 //
 // Events keep their order: the queue holds them all, and a sink gets a
 // stream's queue only when the consumer is not handling events it took
@@ -46,37 +40,22 @@ type Sink interface {
 // sinkMaxTokens bounds the events a sink takes: a larger one (a consumer
 // far behind) is the consumer goroutine's, so the read loop never writes
 // a long output for one stream while the others wait.
-const sinkMaxTokens = 256
+const sinkMaxTokens = 1024
 
 // sinkBatchBytes bounds the frames read before the batch goes to the sinks.
 const sinkBatchBytes = 1 << 20
-
-// A flush that took d (its sinks' output: detokenizing, stop strings,
-// encoding, queueing the client's bytes) is followed by at least
-// sinkSpread*d of reading before the next, at most sinkMaxWait: a read
-// loop that spends long in its sinks merges more of each stream's frames
-// into one event, so at thousands of streams the cost per token falls
-// instead of every event carrying one token; with a few streams a flush is
-// short and so is the wait. First and last frames never wait for it (they
-// wake their consumers at once), nor does anything but plain tokens.
-const (
-	sinkSpread  = 4
-	sinkMaxWait = 40 * time.Millisecond
-)
 
 // sinkBatch is the read loop's list of streams with plain events for their
 // sinks (Stream.dirty marks them), owned by the read loop.
 type sinkBatch struct {
 	poll    netpoll.Reader // the socket's buffer (nil in tests: always empty)
 	streams []*Stream
-	bytes   int       // read from the socket since the last flush
-	due     time.Time // the next flush, once nothing is left to read
+	bytes   int // read from the socket since the last flush
 }
 
-// batchConn is the engine's connection as its wire.Conn reads it: a read
-// from the socket that would wait for the engine (nothing buffered) first
-// flushes the batch, once it is due; until then it waits for the engine
-// only until the batch is due. A full batch is flushed at once.
+// batchConn is the engine's connection as its wire.Conn reads it: before a
+// read from the socket, the batch goes to the sinks if the read would wait
+// for the engine (nothing buffered) or the batch is full.
 type batchConn struct {
 	netpoll.Connection
 	b *sinkBatch
@@ -85,39 +64,21 @@ type batchConn struct {
 // Read implements io.Reader.
 func (c *batchConn) Read(p []byte) (int, error) {
 	b := c.b
-	for len(b.streams) > 0 && (b.bytes >= sinkBatchBytes || b.poll.Len() == 0) {
-		wait := time.Until(b.due)
-		if b.bytes >= sinkBatchBytes || wait <= 0 {
-			b.flush()
-			break
-		}
-		_ = c.Connection.SetReadTimeout(wait)
-		n, err := c.Connection.Read(p)
-		_ = c.Connection.SetReadTimeout(0)
-		if !errors.Is(err, netpoll.ErrReadTimeout) {
-			b.bytes += n
-			return n, err
-		}
+	if len(b.streams) > 0 && (b.bytes >= sinkBatchBytes || b.poll.Len() == 0) {
+		b.flush()
 	}
 	n, err := c.Connection.Read(p)
 	b.bytes += n
 	return n, err
 }
 
-// flush hands each batched stream's plain events to its sink, and sets
-// when the next flush is due.
+// flush hands each batched stream's plain events to its sink.
 func (b *sinkBatch) flush() {
-	if len(b.streams) == 0 {
-		return
-	}
-	start := time.Now()
 	for i, s := range b.streams {
 		s.drainToSink()
 		b.streams[i] = nil
 	}
 	b.streams, b.bytes = b.streams[:0], 0
-	end := time.Now()
-	b.due = end.Add(min(sinkSpread*end.Sub(start), sinkMaxWait))
 }
 
 // sinkable reports whether a sink may take q: plain events only, without
