@@ -233,6 +233,7 @@ func (sp *split) follow() (status int, retry bool, err error) {
 					sp.transferEnded(transferFailed)
 					sp.released = true
 					sp.ds.Cancel(wire.CancelRerouted)
+					sp.d.Done() // both sides, before the client can see the end (as handle does)
 					return sp.req.fail(a.out, &api.Error{Status: 502,
 						Message: "prefill engine " + sp.pd.Engine.Info().ID + " ended before its KV reached the decode engine"}), false, nil
 				}
@@ -246,6 +247,7 @@ func (sp *split) follow() (status int, retry bool, err error) {
 			if !sp.released {
 				sp.transferEnded(transferTimeout)
 				sp.cancel(wire.CancelTimeout)
+				sp.d.Done() // both sides, before the client can see the end (as handle does)
 				return sp.req.fail(a.out, &api.Error{Status: 504, Message: "the KV transfer from " + sp.pd.Engine.Info().ID +
 					" to " + sp.d.Engine.Info().ID + " did not complete in time"}), false, nil
 			}
