@@ -128,3 +128,31 @@ func BenchmarkStreamNext(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*8), "ns/token")
 }
+
+// TestStreamInvalidUTF8Allocs: text that is not valid UTF-8 (a lone
+// continuation byte, as random ids give) comes out with U+FFFD, and
+// rewriting it allocates nothing once the stream's arrays have grown.
+func TestStreamInvalidUTF8Allocs(t *testing.T) {
+	tok := builtin(t)
+	lone := -1
+	for id := range uint32(151643) {
+		if b := tok.Decode(nil, []uint32{id}, true); len(b) == 1 && b[0] >= 0x80 && b[0] <= 0xBF {
+			lone = int(id)
+			break
+		}
+	}
+	if lone < 0 {
+		t.Fatal("no single continuation-byte token in the vocabulary")
+	}
+	ids := []uint32{uint32(lone), tok.Encode(nil, "a", false)[0]}
+	s := tok.NewStream(true)
+	var buf []byte
+	next := func() { buf = s.Next(buf[:0], ids) }
+	next()
+	if string(buf) != "\uFFFDa" {
+		t.Fatalf("Next gave %q, want %q", buf, "\uFFFDa")
+	}
+	if n := testing.AllocsPerRun(100, next); n != 0 {
+		t.Fatalf("%v allocations per call", n)
+	}
+}

@@ -3,6 +3,7 @@ package tokenize
 import (
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Stream detokenizes generated ids incrementally, as streamed API responses
@@ -20,6 +21,7 @@ type Stream struct {
 	t           *Tokenizer
 	skipSpecial bool
 	pending     []byte
+	invalid     []byte // Next's copy of text to rewrite as valid UTF-8
 	// SentencePiece-style: ids decoded as context and new, the text of
 	// the first prefixLen of them (already emitted).
 	ids       []uint32
@@ -75,8 +77,9 @@ func (s *Stream) Next(dst []byte, ids []uint32) []byte {
 	keep := incompleteTail(dst[start:])
 	s.pending = append(s.pending[:0], dst[len(dst)-keep:]...)
 	dst = dst[:len(dst)-keep]
-	if !utf8.Valid(dst[start:]) {
-		dst = append(dst[:start], toValidUTF8(string(dst[start:]))...)
+	if !utf8.Valid(dst[start:]) { // rewritten from a copy: U+FFFD is longer than the byte it replaces
+		s.invalid = append(s.invalid[:0], dst[start:]...)
+		dst = appendValidUTF8(dst[:start], unsafe.String(&s.invalid[0], len(s.invalid)))
 	}
 	return dst
 }

@@ -1,7 +1,6 @@
 package tokenize
 
 import (
-	"strings"
 	"unicode/utf8"
 )
 
@@ -14,24 +13,27 @@ func toValidUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
+	return string(appendValidUTF8(make([]byte, 0, len(s)+8), s))
+}
+
+// appendValidUTF8 appends s to dst as toValidUTF8 rewrites it.
+func appendValidUTF8(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			b.WriteByte(c)
+			dst = append(dst, c)
 			i++
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r != utf8.RuneError || n > 1 {
-			b.WriteString(s[i : i+n])
+			dst = append(dst, s[i:i+n]...)
 			i += n
 			continue
 		}
-		b.WriteRune(utf8.RuneError)
+		dst = utf8.AppendRune(dst, utf8.RuneError)
 		i += maximalSubpart(s[i:])
 	}
-	return b.String()
+	return dst
 }
 
 // maximalSubpart returns how many bytes at the start of s form the longest
