@@ -84,7 +84,10 @@ func waitReady(t *testing.T, base string) {
 // disconnected once its output buffer fills, and the daemon keeps serving.
 func TestSlowReaderIsCutOff(t *testing.T) {
 	p, base := startKvgate(t, "--sim-engines", "1", "--sim-profile", "zero", "--max-pending-write", "65536",
-		"--socket-send-buffer", "16384") // a small kernel buffer, so the backlog shows in user space soon
+		"--socket-send-buffer", "16384", // a small kernel buffer, so the backlog shows in user space soon
+		// An event of over half the budget (the simulator's bursts merge thousands of tokens
+		// when the handler runs late) is paced instead, and cut off after this stall.
+		"--write-stall-timeout", "2s")
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
