@@ -71,7 +71,10 @@ func TestFreeAllocs(t *testing.T) {
 	}
 	round()
 	perRound := testing.AllocsPerRun(200, round)
-	if perReq := perRound / 8; perReq > maxFreeAllocs {
+	// Half an allocation of slack: a rare allocation outside the request
+	// (a table growing, the race detector's runtime) lifts the average a
+	// little (3.1 seen under -race); one more a request still fails.
+	if perReq := perRound / 8; perReq > maxFreeAllocs+0.5 {
 		t.Fatalf("%.1f allocations a request, want at most %d", perReq, maxFreeAllocs)
 	}
 }
