@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvgate/kvgate/wire"
+	"github.com/kvgate/kvgate/wire/serve"
 )
 
 // A free engine (a profile whose steps and loads take no time, as
@@ -14,10 +15,12 @@ import (
 // rank that wakes the writer. The router connection's read goroutine adds
 // the GENERATEs of one read; then (serve.Batcher's EndBatch) it drives the
 // ranks: a burst of steps back to back, at most maxStepsAhead, whose KV
-// events and frames leave in one write per connection. The frames are
-// those of a writer that keeps up, one a stream for each step; only the
-// writes that carry them are fewer. A burst is written in the writer's
-// turn (outbox.writeHere), or queued for the writer when it is busy.
+// events and frames leave in one write per connection. A stream whose
+// answer ends in the burst reaches a router that batches (TOKEN_BATCH) in
+// one frame: the engine has every token when it writes. The others get
+// the frames of a writer that keeps up, one a stream for each step, in
+// fewer writes (burstFrames). A burst is written in the writer's turn
+// (outbox.writeHere), or queued for the writer when it is busy.
 //
 // A run longer than a burst (work left after maxStepsAhead steps) goes on
 // in the rank's goroutine the way a paced rank runs (pipeline): each step's
@@ -146,7 +149,7 @@ func (s *Server) sendBurst(b *inlineBurst) {
 			s.srv.Publish(b.events, nil)
 		}
 	case s.out.writeHere():
-		s.srv.Publish(b.events, b.fb.frames(b.outs, eachStep, false))
+		s.srv.Publish(b.events, b.fb.burstFrames(b.outs, s.batches))
 		s.finished(b.outs)
 		s.out.done()
 	default:
@@ -160,10 +163,28 @@ func (s *Server) sendBurst(b *inlineBurst) {
 	b.outs, b.events = b.outs[:0], b.events[:0]
 }
 
-// eachStep makes frames build a frame for each output: a burst's outputs
-// are one a stream for each step, so every router gets the frames of a
-// writer that keeps up.
-func eachStep(uint64) bool { return false }
+// burstFrames builds a burst's frames for every router. A stream whose
+// answer ends in the burst has all of its tokens when the burst is
+// written, so a router that takes several steps' tokens in a frame
+// (batches) gets them in one (PROTOCOL.md 6.2.1: an engine batches only
+// tokens it has when it writes). A stream that goes on gets a frame for
+// each step, as from a writer that keeps up: a burst is the steps a free
+// engine makes faster than it writes, and merging a long stream's first
+// burst would hand the router fewer, larger frames than any engine whose
+// steps take time sends.
+func (fb *frameBuilder) burstFrames(outs []Output, batches func(conn uint64) bool) []serve.Tokens {
+	if fb.ended == nil {
+		fb.ended = map[serve.Key]bool{}
+	}
+	for i := range outs {
+		if outs[i].Finish != wire.FinishNone {
+			fb.ended[serve.Key(outs[i].Key)] = true
+		}
+	}
+	frames := fb.frames(outs, batches, true)
+	clear(fb.ended)
+	return frames
+}
 
 // runFree is a free rank's goroutine: it drives the rank when poked (a
 // snapshot request, a request that waited for its adapter, a run longer

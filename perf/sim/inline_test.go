@@ -7,8 +7,8 @@ import (
 )
 
 // TestFreeInline: a free engine answers a read's GENERATEs on the read
-// goroutine, in the frames of a writer that keeps up: one a token, to a
-// router that batches as to one that does not.
+// goroutine. A stream whose answer ends in the burst reaches a router
+// that batches in one frame, a router that does not in one a token.
 func TestFreeInline(t *testing.T) {
 	for _, batch := range []bool{true, false} {
 		s, addr := startServer(t, nil)
@@ -18,9 +18,44 @@ func TestFreeInline(t *testing.T) {
 		c := dialRouterFeatures(t, addr, batch)
 		g := generate([]uint32{1, 2, 3, 4, 5}, 8)
 		var m wire.TokensMsg
-		if tokens, frames := freeRound(t, c, g, &m, 1, 4); tokens != 4*8 || frames != 4*8 {
-			t.Fatalf("batching %v: %d tokens in %d frames, want 32 in 32", batch, tokens, frames)
+		want := 4 * 8
+		if batch {
+			want = 4
 		}
+		if tokens, frames := freeRound(t, c, g, &m, 1, 4); tokens != 4*8 || frames != want {
+			t.Fatalf("batching %v: %d tokens in %d frames, want 32 in %d", batch, tokens, frames, want)
+		}
+	}
+}
+
+// TestFreeLongStreamFrames: a stream longer than a burst reaches even a
+// router that batches in a frame a step for the burst's steps: only a
+// whole answer is merged, so long streams leave in the frames an engine
+// whose steps take time sends.
+func TestFreeLongStreamFrames(t *testing.T) {
+	_, addr := startServer(t, nil)
+	c := dialRouterFeatures(t, addr, true)
+	total := 3 * maxStepsAhead
+	must(t, c.Send(1, generate([]uint32{1, 2, 3, 4, 5}, uint32(total))))
+	tokens, frames := 0, 0
+	for {
+		f, err := c.ReadFrame()
+		must(t, err)
+		if f.Type != wire.TypeTokens {
+			continue
+		}
+		var m wire.TokensMsg
+		must(t, wire.DecodeFrame(f, &m, nil))
+		if frames < maxStepsAhead && m.Tokens.Len() != 1 {
+			t.Fatalf("frame %d of the first burst carries %d tokens, want 1", frames, m.Tokens.Len())
+		}
+		tokens, frames = tokens+m.Tokens.Len(), frames+1
+		if m.Last() {
+			break
+		}
+	}
+	if tokens != total {
+		t.Fatalf("%d tokens, want %d", tokens, total)
 	}
 }
 

@@ -170,6 +170,9 @@ type frameBuilder struct {
 	lps   []wire.LogprobEntry
 	open  map[serve.Key]int // the frame each batching stream's outputs join
 	conns map[uint64]bool   // batches(conn) of the connections seen
+	// ended, when not nil, limits the joining to these streams (a burst's,
+	// burstFrames); the others get a frame per output.
+	ended map[serve.Key]bool
 	// Per frame: its first and last output, and whether its tokens carry
 	// logprobs; per output, the next output of its frame (-1: none).
 	first, last []int
@@ -180,6 +183,8 @@ type frameBuilder struct {
 // frames builds the frames of outs for the routers whose batches(conn) is
 // want, in order. A stream of a router that batches has one frame for all
 // its outputs; other streams one frame per output, as before the feature.
+// With fb.ended set (burstFrames) want is not looked at: every router's
+// frames are built, and only the ended streams of batching routers join.
 func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool, want bool) []serve.Tokens {
 	fb.out, fb.first, fb.last, fb.hasLP = fb.out[:0], fb.first[:0], fb.last[:0], fb.hasLP[:0]
 	fb.ids, fb.lps = slices.Grow(fb.ids[:0], len(outs)), fb.lps[:0] // never grows below: Tokens views stay put
@@ -201,10 +206,10 @@ func (fb *frameBuilder) frames(outs []Output, batches func(conn uint64) bool, wa
 			}
 			lastConn = k.Conn
 		}
-		if b != want {
+		if b != want && fb.ended == nil { // a burst's frames are every router's
 			continue
 		}
-		if f, ok := fb.open[k]; ok && b && (!outs[i].HasToken || outs[i].HasLogprob == fb.hasLP[f]) {
+		if f, ok := fb.open[k]; ok && b && (fb.ended == nil || fb.ended[k]) && (!outs[i].HasToken || outs[i].HasLogprob == fb.hasLP[f]) {
 			fb.next[fb.last[f]], fb.last[f] = i, i
 			continue
 		}
