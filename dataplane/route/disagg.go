@@ -85,12 +85,16 @@ func (r *Router) routeDisagg(s *scratch, req *Request) (d *Decision, handled boo
 	}
 	var prefill, decode []cand
 	for _, e := range r.pool.Engines() {
-		if !e.Ready() || e.Features()&req.Needs != req.Needs || !e.Serves(req.Model) {
+		if !e.Ready() || e.Features()&req.Needs != req.Needs {
+			continue
+		}
+		_, lora, ok := e.Resolve(req.Model)
+		if !ok {
 			continue
 		}
 		role := roleOf(e)
 		for rank := range e.Ranks() {
-			c := cand{e, uint16(rank)}
+			c := cand{e: e, rank: uint16(rank), lora: lora}
 			switch {
 			case slicesHas(req.Exclude, e):
 			case role == wire.RolePrefill:
@@ -181,7 +185,7 @@ func (w *Weights) HandoffCost(prefillCost float64, d *Candidate, n int) float64 
 // scoreSides matches the prompt against cands and scores each.
 func (r *Router) scoreSides(s *scratch, cands []cand, req *Request, w *Weights) ([]disaggSide, error) {
 	var out []disaggSide
-	for _, g := range s.group(cands, req.Model) {
+	for _, g := range s.group(cands) {
 		keys := req.Keys
 		hs, err := g.sc.h.Hash(nil, req.Tokens, &keys)
 		if err != nil {
@@ -223,7 +227,7 @@ func (r *Router) reservePair(pd, dd *Decision, n int) {
 	for i, d := range []*Decision{pd, dd} {
 		prefill := d.prefill()
 		rl, _ := r.change(d.Engine, d.Rank, syncring.Load{PrefillTokens: prefill, Requests: 1})
-		rl.pend.Report(reps[i].seq, monoNanos(reps[i].at), float64(reps[i].peers.PrefillTokens))
+		rl.report(reps[i].seq, reps[i].at, float64(reps[i].peers.PrefillTokens))
 		d.tag = rl.pend.Reserve(now, float64(prefill))
 	}
 	r.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/syncring"
+	"github.com/kvgate/kvgate/wire"
 )
 
 // Fleet is the rest of the fleet of kvgate replicas (a syncring.Ring): their
@@ -90,23 +91,50 @@ func monoNanos(t time.Time) int64 { return int64(t.Sub(monoEpoch)) }
 // reservations, and reservations of decode do not overstate it as those
 // of prefill do).
 func (r *Router) queued(e *engine.Engine, rank uint16) (prefill, decode, requests float64) {
-	rep, seq, at := e.RankLoadReport(rank)
-	peers := r.peerRankLoad(e)
-	reported := 0.0
-	if rep != nil {
-		reported = float64(rep.QueuedPrefillTokens)
+	var q [1]queue
+	r.queuedAll(q[:], []cand{{e: e, rank: rank}})
+	return q[0].prefill, q[0].decode, q[0].requests
+}
+
+// queue is queued's answer for one candidate and what it reads on the way.
+type queue struct {
+	rep                       *wire.Load
+	seq                       uint64
+	at                        time.Time
+	peers, own                syncring.Load
+	prefill, decode, requests float64
+}
+
+// queuedAll is queued for every candidate of cs into qs (as long as cs),
+// under one hold of mu for them all: a decision scores every candidate,
+// and a lock, a map lookup and a clock conversion each were most of a
+// candidate's cost.
+func (r *Router) queuedAll(qs []queue, cs []cand) {
+	for i, c := range cs {
+		q := &qs[i]
+		q.rep, q.seq, q.at = c.e.RankLoadReport(c.rank)
+		q.peers = r.peerRankLoad(c.e)
 	}
 	r.mu.Lock()
-	_, rl := r.rankOf(e, rank)
-	own := rl.Load
-	rl.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
-	prefill = rl.pend.Queued(reported, float64(peers.PrefillTokens))
-	r.mu.Unlock()
-	decode = float64(own.DecodeTokens + peers.DecodeTokens)
-	requests = float64(own.Requests + peers.Requests)
-	if rep != nil {
-		decode = max(decode, float64(rep.ActiveDecodeTokens))
-		requests = max(requests, float64(rep.Running+rep.Waiting))
+	for i, c := range cs {
+		q := &qs[i]
+		reported := 0.0
+		if q.rep != nil {
+			reported = float64(q.rep.QueuedPrefillTokens)
+		}
+		_, rl := r.rankOf(c.e, c.rank)
+		q.own = rl.Load
+		rl.report(q.seq, q.at, float64(q.peers.PrefillTokens))
+		q.prefill = rl.pend.Queued(reported, float64(q.peers.PrefillTokens))
 	}
-	return
+	r.mu.Unlock()
+	for i := range qs[:len(cs)] {
+		q := &qs[i]
+		q.decode = float64(q.own.DecodeTokens + q.peers.DecodeTokens)
+		q.requests = float64(q.own.Requests + q.peers.Requests)
+		if q.rep != nil {
+			q.decode = max(q.decode, float64(q.rep.ActiveDecodeTokens))
+			q.requests = max(q.requests, float64(q.rep.Running+q.rep.Waiting))
+		}
+	}
 }

@@ -88,7 +88,7 @@ func (r *Router) session(cands []cand, req *Request) *Decision {
 // which costs one atomic load for an engine that has sent events).
 func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, error) {
 	w := r.weights() // one set of weights for the whole decision
-	groups := s.group(cands, req.Model)
+	groups := s.group(cands)
 	s.all, s.costs = s.all[:0], s.costs[:0]
 	for gi := range groups {
 		g := &groups[gi]
@@ -100,11 +100,12 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 		}
 		bs := g.sc.h.BlockSize()
 		matches := r.matchAll(s, g.es, g.hs[:matchBlocks(g.es, len(g.hs), len(req.Tokens), bs)])
+		s.queues = slices.Grow(s.queues[:0], len(g.es))[:len(g.es)]
+		r.queuedAll(s.queues, g.es)
 		for i, cd := range g.es {
 			e := cd.e
-			prefill, decode, _ := r.queued(e, cd.rank)
 			maxBatched, capacity := e.Shape()
-			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: prefill, ActiveDecode: decode,
+			c := Candidate{Match: matches[i], BlockSize: bs, QueuedPrefill: s.queues[i].prefill, ActiveDecode: s.queues[i].decode,
 				MaxBatched: maxBatched, CapacityTokens: capacity}
 			if m := &matches[i]; m.Blocks[kvstore.TierCPU]+m.Blocks[kvstore.TierDisk] > 0 {
 				// Only a lower-tier hit needs the engine's tier costs: the

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"time"
+
 	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/syncring"
 	"github.com/kvgate/kvgate/wire"
@@ -13,6 +15,9 @@ import (
 type cand struct {
 	e    *engine.Engine
 	rank uint16
+	// lora is the id the engine gives the request's adapter (0: the base
+	// model), resolved once a decision where the candidate is found.
+	lora uint32
 }
 
 // rankLoad is a router's view of one rank: its own load there and the
@@ -35,6 +40,15 @@ func (r *Router) rankOf(e *engine.Engine, rank uint16) (*engineLoad, *rankLoad) 
 		l.ranks = grown
 	}
 	return l, &l.ranks[rank]
+}
+
+// report is pend.Report of report seq, which arrived at at. The clock is
+// converted only for a report pend has not seen: most decisions see the
+// report the one before them saw.
+func (rl *rankLoad) report(seq uint64, at time.Time, peers float64) {
+	if seq != rl.pend.seq {
+		rl.pend.Report(seq, monoNanos(at), peers)
+	}
 }
 
 // change adds delta to the router's own load on e and on its rank, and

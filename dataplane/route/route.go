@@ -122,7 +122,7 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 	peers := r.peerRankLoad(d.Engine)
 	r.mu.Lock()
 	rl, _ := r.change(d.Engine, d.Rank, syncring.Load{PrefillTokens: prefill, Requests: 1})
-	rl.pend.Report(seq, monoNanos(at), float64(peers.PrefillTokens))
+	rl.report(seq, at, float64(peers.PrefillTokens))
 	d.tag = rl.pend.Reserve(monoNanos(time.Now()), float64(prefill))
 	r.mu.Unlock()
 	return d, nil
@@ -132,9 +132,12 @@ func (r *Router) Route(req *Request) (*Decision, error) {
 // request: every data-parallel rank of each engine that can.
 func (r *Router) candidates(out []cand, model string, needs wire.Feature, exclude []*engine.Engine) []cand {
 	for _, e := range r.pool.Engines() {
-		if e.Ready() && e.Features()&needs == needs && e.Serves(model) && !slices.Contains(exclude, e) && takesOrdinary(e) {
+		if !e.Ready() || e.Features()&needs != needs {
+			continue
+		}
+		if _, lora, ok := e.Resolve(model); ok && !slices.Contains(exclude, e) && takesOrdinary(e) {
 			for rank := range e.Ranks() {
-				out = append(out, cand{e, uint16(rank)})
+				out = append(out, cand{e: e, rank: uint16(rank), lora: lora})
 			}
 		}
 	}

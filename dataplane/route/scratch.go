@@ -16,6 +16,7 @@ type scratch struct {
 	nGroups     int
 	all         []scored
 	costs       []float64 // costs[i] is all[i]'s
+	queues      []queue   // a group's candidates' queued work (queuedAll)
 	slots       []kvstore.Slot
 	out         []kvstore.Match
 }
@@ -48,15 +49,14 @@ type scored struct {
 
 // group sorts the candidates that have a Hasher into groups by scheme and
 // returns them; their slices are reused from earlier decisions.
-func (s *scratch) group(cands []cand, model string) []group {
+func (s *scratch) group(cands []cand) []group {
 	s.nGroups = 0
 	for _, c := range cands {
 		h := c.e.Hasher()
 		if h == nil {
 			continue
 		}
-		_, lora, _ := c.e.Resolve(model)
-		sc := scheme{h, lora}
+		sc := scheme{h, c.lora}
 		g := s.find(sc)
 		g.es = append(g.es, c)
 	}
