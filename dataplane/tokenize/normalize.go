@@ -65,8 +65,8 @@ func (u unicodeForm) normalize(s string, _ *textArena) string {
 	last := 0 // the start of the last stable character: a place to cut
 	for i := 0; i < len(s); {
 		if s[i] < utf8.RuneSelf { // ASCII: most text, tested first
-			last = i
-			i++
+			j := asciiRun(s, i)
+			last, i = j-1, j
 			continue
 		}
 		if n := stableLen(s[i:]); n > 0 {

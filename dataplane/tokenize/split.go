@@ -133,6 +133,14 @@ func spaceRun(s string, i int) int {
 type cl100kSplitter struct{ maxDigits int }
 
 func (c cl100kSplitter) next(s string, i int) int {
+	if e, ok := c.nextASCII(s, i); ok {
+		return e
+	}
+	return c.nextAny(s, i)
+}
+
+// nextAny is next for any text: the pattern's alternatives in their order.
+func (c cl100kSplitter) nextAny(s string, i int) int {
 	if n := contraction(s, i, true); n > 0 {
 		return i + n
 	}
@@ -155,12 +163,52 @@ func (c cl100kSplitter) next(s string, i int) int {
 	}
 	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
 	if j := punctRun(s, i, true); j > i {
-		for j < len(s) && (s[j] == '\r' || s[j] == '\n') {
-			j++
-		}
-		return j
+		return newlineRun(s, j)
 	}
 	return spaceAlternatives(s, i)
+}
+
+// nextASCII is next where an ASCII character at i (and the one after it,
+// when that decides) settles which alternative matches, as it does for
+// most pieces of most text: a word, a word after a space or a punctuation
+// mark, a digit, punctuation. ok is false for the rest (contractions,
+// spaces, non-ASCII text), which nextAny matches alternative by
+// alternative; TestCl100kASCIIPathIsNextAny holds the two equal.
+func (c cl100kSplitter) nextASCII(s string, i int) (end int, ok bool) {
+	ch := s[i]
+	if ch >= utf8.RuneSelf || ch == '\'' {
+		return 0, false
+	}
+	switch cl := bmpClass[ch]; {
+	case cl&classLetter != 0: // \p{L}+
+		return letterRun(s, i+1), true
+	case cl&classNumber != 0: // \p{N}{1,k}
+		return numberRun(s, i+1, c.maxDigits-1), true
+	case ch == '\r' || ch == '\n':
+		return 0, false
+	}
+	// [^\r\n\p{L}\p{N}] then \p{L}+, or else (not a space) the punctuation run.
+	if i+1 < len(s) {
+		next := s[i+1]
+		if next >= utf8.RuneSelf {
+			return 0, false
+		}
+		if bmpClass[next]&classLetter != 0 {
+			return letterRun(s, i+2), true
+		}
+	}
+	if bmpClass[ch]&classSpace != 0 {
+		return 0, false
+	}
+	return newlineRun(s, punctRun(s, i, false)), true
+}
+
+// newlineRun returns the end of the run of \r and \n from j ([\r\n]*).
+func newlineRun(s string, j int) int {
+	for j < len(s) && (s[j] == '\r' || s[j] == '\n') {
+		j++
+	}
+	return j
 }
 
 // numberRun returns the end of up to more further numbers from j

@@ -354,9 +354,16 @@ func (t *Tokenizer) encodePieces(dst []uint32, s string, stage int, atStart bool
 		return t.encodeWord(dst, s)
 	}
 	sp := t.splitters[stage]
+	// The last splitter's pieces (never empty) go straight to the model
+	// when no Metaspace rewrites them: one call a piece, not two.
+	words := stage == len(t.splitters)-1 && t.meta == nil
 	for i := 0; i < len(s); {
 		e := sp.next(s, i)
-		dst = t.encodePieces(dst, s[i:e], stage+1, atStart && i == 0, a)
+		if words {
+			dst = t.encodeWord(dst, s[i:e])
+		} else {
+			dst = t.encodePieces(dst, s[i:e], stage+1, atStart && i == 0, a)
+		}
 		i = e
 	}
 	return dst

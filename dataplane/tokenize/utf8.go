@@ -102,3 +102,20 @@ func seqLen(c byte) int {
 	}
 	return 1
 }
+
+// asciiRun returns the end of the run of ASCII bytes from i, reading 8
+// bytes at a time where it can: most text is ASCII, and a byte loop was
+// the bulk of normalizing it.
+func asciiRun(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if w&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for i < len(s) && s[i] < utf8.RuneSelf {
+		i++
+	}
+	return i
+}
