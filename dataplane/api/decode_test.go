@@ -170,7 +170,8 @@ func FuzzFastDecode(f *testing.F) {
 const benchBody = `{"model":"Qwen/Qwen3-8B","prompt":"Hello, how are you today? Tell me about routers.","max_tokens":16,"ignore_eos":true}`
 
 // BenchmarkDecodeCompletion decodes proxybench's body: the body struct
-// by encoding/json and by the walker, and the whole DecodeCompletion.
+// by encoding/json and by the walker, and the whole DecodeCompletion (the
+// last two with cpu-ns/op, the process's CPU time over b.N).
 func BenchmarkDecodeCompletion(b *testing.B) {
 	body := []byte(benchBody)
 	b.Run("body/encoding-json", func(b *testing.B) {
@@ -186,21 +187,25 @@ func BenchmarkDecodeCompletion(b *testing.B) {
 	b.Run("body/walker", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
+		cpu := processCPU()
 		for b.Loop() {
 			var c completionBody
 			if e := c.decode(body); e != nil {
 				b.Fatal(e)
 			}
 		}
+		reportCPU(b, cpu)
 	})
 	b.Run("request", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
+		cpu := processCPU()
 		for b.Loop() {
 			if _, e := DecodeCompletion(body, nil); e != nil {
 				b.Fatal(e)
 			}
 		}
+		reportCPU(b, cpu)
 	})
 }
 

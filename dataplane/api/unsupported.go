@@ -62,6 +62,9 @@ var unsupportedDefaults = []struct {
 // refuse answers 400 naming the first field set to other than its
 // default (null counts as unset everywhere).
 func (f *unsupportedFields) refuse() *Error {
+	if f.none() {
+		return nil
+	}
 	for _, c := range unsupportedDefaults {
 		if isDefault(*f.slot(c.name), c.def) {
 			continue
@@ -69,6 +72,17 @@ func (f *unsupportedFields) refuse() *Error {
 		return BadRequest(c.name, fmt.Sprintf("%s is not supported here (only its default, or leaving it out, is accepted)", c.name))
 	}
 	return nil
+}
+
+// none reports whether the body set none of the fields, as almost every
+// body does: refuse's table walk looked each one up by name.
+// TestUnsupportedNoneSeesEveryField holds it to the struct.
+func (f *unsupportedFields) none() bool {
+	return len(f.MinP)+len(f.PromptLogprobs)+len(f.UseBeamSearch)+len(f.AllowedTokenIDs)+len(f.BadWords)+
+		len(f.IncludeStopStrInOutput)+len(f.SkipSpecialTokens)+len(f.TruncatePromptTokens)+len(f.Functions)+
+		len(f.FunctionCall)+len(f.Audio)+len(f.WebSearchOptions)+len(f.LogitsProcessors)+len(f.StructuredOutputs)+
+		len(f.GuidedJSON)+len(f.GuidedRegex)+len(f.GuidedChoice)+len(f.ContinueFinalMessage)+
+		len(f.SpacesBetweenSpecialTok) == 0
 }
 
 // isDefault reports whether raw is absent, null, or one of def (compared

@@ -1,6 +1,11 @@
 package api
 
-import "testing"
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
 
 // A field kvgate does not implement is refused naming it unless it holds
 // its default, which clients send and which changes nothing.
@@ -33,5 +38,39 @@ func TestUnsupportedFields(t *testing.T) {
 	}
 	if _, e := DecodeCompletion([]byte(`{"model":"m","prompt":"x","min_p":0.5}`), nil); e == nil || e.Param != "min_p" {
 		t.Fatalf("completion min_p: %+v", e)
+	}
+}
+
+// TestUnsupportedNoneSeesEveryField: refuse's shortcut (none) looks at
+// every field of unsupportedFields, and every field is in refuse's table
+// and in the fast decoder's slot, so a field added to one and not the
+// others fails here.
+func TestUnsupportedNoneSeesEveryField(t *testing.T) {
+	var f unsupportedFields
+	if !f.none() {
+		t.Fatal("none is false for an empty set")
+	}
+	v := reflect.ValueOf(&f).Elem()
+	names := map[string]bool{}
+	for _, c := range unsupportedDefaults {
+		names[c.name] = true
+	}
+	for i := range v.NumField() {
+		field := v.Type().Field(i)
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		v.Field(i).Set(reflect.ValueOf(json.RawMessage(`1`)))
+		if f.none() {
+			t.Errorf("none misses %s", name)
+		}
+		if !names[name] {
+			t.Errorf("%s is not in unsupportedDefaults", name)
+		}
+		if f.slot(name) != v.Field(i).Addr().Interface() {
+			t.Errorf("slot(%q) is not the field %s", name, field.Name)
+		}
+		v.Field(i).Set(reflect.Zero(field.Type))
+	}
+	if len(names) != v.NumField() {
+		t.Errorf("unsupportedDefaults has %d fields, the struct %d", len(names), v.NumField())
 	}
 }
