@@ -23,6 +23,7 @@ type Fleet interface {
 type engineLoad struct {
 	syncring.Load
 	ranks []rankLoad
+	e     *engine.Engine
 }
 
 // broadcast tells the fleet of a change of this router's load on e. Call it
@@ -61,11 +62,27 @@ func (r *Router) PeerLoad(e *engine.Engine) syncring.Load {
 	return syncring.Load{}
 }
 
+// loadOf is the router's view of e, made the first time e is seen. Call it
+// under mu. The view is found by e's place in the pool (two loads) while e
+// holds it, and by the map otherwise: a place is reused once its engine
+// leaves, and a view lives as long as the decisions that hold load there.
 func (r *Router) loadOf(e *engine.Engine) *engineLoad {
+	pos := e.Pos()
+	if pos >= 0 && pos < len(r.byPos) {
+		if l := r.byPos[pos]; l != nil && l.e == e {
+			return l
+		}
+	}
 	l, ok := r.inflight[e]
 	if !ok {
-		l = &engineLoad{}
+		l = &engineLoad{e: e}
 		r.inflight[e] = l
+	}
+	if pos >= 0 && pos < 1<<16 {
+		if pos >= len(r.byPos) {
+			r.byPos = append(r.byPos, make([]*engineLoad, pos+1-len(r.byPos))...)
+		}
+		r.byPos[pos] = l
 	}
 	return l
 }

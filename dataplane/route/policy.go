@@ -89,7 +89,7 @@ func (r *Router) session(cands []cand, req *Request) *Decision {
 func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, error) {
 	w := r.weights() // one set of weights for the whole decision
 	groups := s.group(cands)
-	s.all, s.costs = s.all[:0], s.costs[:0]
+	s.matches, s.costs = s.matches[:0], s.costs[:0]
 	for gi := range groups {
 		g := &groups[gi]
 		keys := req.Keys
@@ -100,6 +100,7 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 		}
 		bs := g.sc.h.BlockSize()
 		matches := r.matchAll(s, g.es, g.hs[:matchBlocks(g.es, len(g.hs), len(req.Tokens), bs)])
+		s.matches = append(s.matches, matches...)
 		s.queues = slices.Grow(s.queues[:0], len(g.es))[:len(g.es)]
 		r.queuedAll(s.queues, g.es)
 		for i, cd := range g.es {
@@ -116,16 +117,16 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 			if g.sc.lora != 0 && r.policy == PolicyKV {
 				c.AdapterMs = r.aw.AdapterMs(e.Adapters(cd.rank), g.sc.lora, engine.AdapterNow())
 			}
-			cost := w.Cost(r.policy, &c, len(req.Tokens))
-			s.all = append(s.all, scored{cd, matches[i], bs, g.hs, g.sc.lora})
-			s.costs = append(s.costs, cost)
+			s.costs = append(s.costs, w.Cost(r.policy, &c, len(req.Tokens)))
 		}
 	}
-	if len(s.all) == 0 {
+	if len(s.costs) == 0 {
 		return nil, ErrNoEngine
 	}
-	pick := s.all[w.PickNearTie(s.costs)]
-	d := &Decision{Engine: pick.e, Rank: pick.rank, Match: pick.match, PredictedCached: pick.bs * pick.match.Depth()}
+	k := w.PickNearTie(s.costs)
+	g, pick := pickOf(groups, k)
+	match, bs := s.matches[k], g.sc.h.BlockSize()
+	d := &Decision{Engine: pick.e, Rank: pick.rank, Match: match, PredictedCached: bs * match.Depth()}
 	if pick.lora != 0 {
 		if v := pick.e.Adapters(pick.rank); v != nil {
 			v.Sent(pick.lora, engine.AdapterNow()) // resident from now, or loading for this request
@@ -133,14 +134,26 @@ func (r *Router) byCost(s *scratch, cands []cand, req *Request) (*Decision, erro
 	}
 	switch {
 	case r.approx != nil:
-		r.recordApprox(pick.cand, pick.hashes)
+		r.recordApprox(pick, g.hs)
 	case r.policy == PolicyKV:
-		d.guessed = pick.bs * int(pick.match.Approx)
+		d.guessed = bs * int(match.Approx)
 		if slot, ok := pick.e.RankSlot(pick.rank); ok {
-			_ = r.pool.Index().RecordApprox(slot, pick.hashes)
+			_ = r.pool.Index().RecordApprox(slot, g.hs)
 		}
 	}
 	return d, nil
+}
+
+// pickOf returns the group of the k-th candidate scored (byCost scores
+// the groups' candidates in order) and the candidate.
+func pickOf(groups []group, k int) (*group, cand) {
+	for gi := range groups {
+		if g := &groups[gi]; k < len(g.es) {
+			return g, g.es[k]
+		}
+		k -= len(groups[gi].es)
+	}
+	panic("route: pick beyond the candidates scored")
 }
 
 // matchAll matches hs against every candidate of cs at once (the router's

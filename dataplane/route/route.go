@@ -58,9 +58,10 @@ type Router struct {
 	rr       atomic.Uint64
 	approx   *kvstore.Index // approx-prefix: the router's own guesses, no events
 	aslots   sync.Map       // *engine.Engine -> []kvstore.Slot (per rank) in approx
-	mu       sync.Mutex     // guards inflight
+	mu       sync.Mutex     // guards inflight and byPos
 	inflight map[*engine.Engine]*engineLoad
-	fleet    Fleet // other replicas' load; nil when alone
+	byPos    []*engineLoad // inflight's views by engine place (loadOf)
+	fleet    Fleet         // other replicas' load; nil when alone
 	// aw weigh a LoRA adapter's load (lora.go); set before routing starts.
 	aw AdapterWeights
 }

@@ -14,9 +14,9 @@ type scratch struct {
 	cands, room []cand
 	groups      []group // the first nGroups are this decision's
 	nGroups     int
-	all         []scored
-	costs       []float64 // costs[i] is all[i]'s
-	queues      []queue   // a group's candidates' queued work (queuedAll)
+	matches     []kvstore.Match // every group's, in the order of costs
+	costs       []float64       // the groups' candidates', in order
+	queues      []queue         // a group's candidates' queued work (queuedAll)
 	slots       []kvstore.Slot
 	out         []kvstore.Match
 }
@@ -35,16 +35,6 @@ type group struct {
 	sc scheme
 	es []cand
 	hs []uint64
-}
-
-// scored is a candidate with what its choice needs (its cost is apart, in
-// scratch.costs, for Weights.PickNearTie).
-type scored struct {
-	cand
-	match  kvstore.Match
-	bs     int
-	hashes []uint64
-	lora   uint32 // the request's adapter on this candidate (0: none)
 }
 
 // group sorts the candidates that have a Hasher into groups by scheme and
