@@ -162,6 +162,12 @@ func pickOf(groups []group, k int) (*group, cand) {
 // the next call.
 func (r *Router) matchAll(s *scratch, cs []cand, hs []uint64) []kvstore.Match {
 	s.out = slices.Grow(s.out[:0], len(cs))[:len(cs)]
+	if len(hs) == 0 && r.approx == nil {
+		// A prompt shorter than a block: every engine holds none of it
+		// (what Index.Match answers, after its lock and its walk).
+		clear(s.out)
+		return s.out
+	}
 	s.slots = slices.Grow(s.slots[:0], len(cs))[:len(cs)]
 	index := r.pool.Index()
 	for i, c := range cs {
