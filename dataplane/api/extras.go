@@ -93,14 +93,19 @@ func (f *extraFields) extras(k Kind, maxTokens uint32, n int) (Extras, *Error) {
 // penalty range-checks a penalty v (nil: not given) into dst; one other
 // than off needs the extras.
 func (x *Extras) penalty(field string, v *float64, lo, hi float64, dst *float32, off float64) *Error {
-	if v == nil {
+	if v == nil { // not given, as in most requests: this much is inlined
 		return nil
 	}
-	if !(*v >= lo && *v <= hi) || (field == "repetition_penalty" && *v == 0) {
+	return x.setPenalty(field, *v, lo, hi, dst, off)
+}
+
+// setPenalty is penalty of a penalty given.
+func (x *Extras) setPenalty(field string, v, lo, hi float64, dst *float32, off float64) *Error {
+	if !(v >= lo && v <= hi) || (field == "repetition_penalty" && v == 0) {
 		return BadRequest(field, fmt.Sprintf("%s must be between %g and %g", field, lo, hi))
 	}
-	*dst = float32(*v)
-	if *v != off {
+	*dst = float32(v)
+	if v != off {
 		x.set(field)
 	}
 	return nil
