@@ -1,5 +1,5 @@
 // Package engine keeps kvgate's connections to inference engines: one
-// multiplexed wire-protocol connection per engine (Go net, netconn.go), the
+// multiplexed wire-protocol connection per engine (over netpoll), the
 // handshake and hash-scheme check, snapshots and KV events into the shared
 // index, LOAD reports, PING health, reconnection with backoff, GOAWAY, and
 // the request streams. Its goroutines, locks and atomics: dataplane/LOCKS.md.

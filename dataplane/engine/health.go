@@ -8,9 +8,9 @@ import (
 	"github.com/kvgate/kvgate/wire"
 )
 
-// The watcher is the one goroutine that times a session: the read loop is
-// always in a read, and a read deadline would have to be pushed on at
-// every frame, so reads are timed here, against the count of frames the read loop
+// The watcher is the one goroutine that times a session: netpoll applies a
+// read deadline only when a read starts, and the read loop is always in
+// one, so reads are timed here, against the count of frames the read loop
 // has read and handled (heard, odd while it handles one), at a tick of
 // watchTick. It owns the session's PINGs,
 // the unresponsive state and the gaps between a stream's tokens.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudwego/netpoll"
+
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/wire"
 )
@@ -37,17 +39,21 @@ func (e *Engine) run(ctx context.Context) {
 
 // session connects once and serves the connection until it fails.
 func (e *Engine) session(ctx context.Context) error {
-	b := &sinkBatch{} // the streams whose sinks take the frames read (sink.go)
-	nc, err := dialEngine(e.Addr, e.pool.cfg.DialTimeout, e.pool.cfg.WriteTimeout, b)
+	nc, err := netpoll.DialConnection("tcp", e.Addr, e.pool.cfg.DialTimeout)
 	if err != nil {
 		return fmt.Errorf("dialing: %w", err)
 	}
+	// netpoll takes a write timeout at the start of each write, so this
+	// one applies to every write (a read deadline set while the read loop
+	// already waits would not: the watcher times reads instead).
+	_ = nc.SetWriteTimeout(e.pool.cfg.WriteTimeout)
 	// wire.Client honours only its context's deadline; closing the socket
 	// when the pool closes (or the deadline passes) ends a handshake that
 	// an engine holds open.
 	hctx, cancel := context.WithTimeout(ctx, e.pool.cfg.DialTimeout)
 	closeOnDone := context.AfterFunc(hctx, func() { _ = nc.Close() })
-	c, err := wire.Client(hctx, nc, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
+	b := &sinkBatch{poll: nc.Reader()} // the streams whose sinks take the frames read (sink.go)
+	c, err := wire.Client(hctx, &batchConn{Connection: nc, b: b}, &wire.HandshakeConfig{Secret: e.pool.cfg.Secret,
 		Local: wire.Handshake{Role: wire.RoleRouter, ID: e.pool.cfg.RouterID, Features: e.pool.helloFeatures()},
 		Check: e.pool.checkEngine}, &e.pool.cfg.Limits)
 	if !closeOnDone() && err == nil {

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/cloudwego/netpoll"
+
 // A stream's consumer, woken for every event, costs a goroutine wake and
 // park per event, and at thousands of streams a cache miss on each cold
 // goroutine: about a third of the router's CPU per streamed token. A Sink
@@ -10,7 +12,7 @@ package engine
 // Plain frames still queue on the stream, merged as before, and the stream
 // joins the read loop's batch. The batch goes to the sinks (flush) when the
 // read loop's next read from the socket would wait for the engine
-// (engineConn.Read), when sinkBatchBytes have been read since the last one, and
+// (batchConn), when sinkBatchBytes have been read since the last one, and
 // before a SNAPSHOT or a PING (whose handling may take a while). A read
 // loop that keeps up thus hands each frame on at once, and one that is
 // behind merges each stream's frames that were waiting into one event.
@@ -44,11 +46,30 @@ const sinkMaxTokens = 1024
 const sinkBatchBytes = 1 << 20
 
 // sinkBatch is the read loop's list of streams with plain events for their
-// sinks (Stream.dirty marks them), owned by the read loop; engineConn.Read
-// flushes it (netconn.go).
+// sinks (Stream.dirty marks them), owned by the read loop.
 type sinkBatch struct {
+	poll    netpoll.Reader // the socket's buffer (nil in tests: always empty)
 	streams []*Stream
 	bytes   int // read from the socket since the last flush
+}
+
+// batchConn is the engine's connection as its wire.Conn reads it: before a
+// read from the socket, the batch goes to the sinks if the read would wait
+// for the engine (nothing buffered) or the batch is full.
+type batchConn struct {
+	netpoll.Connection
+	b *sinkBatch
+}
+
+// Read implements io.Reader.
+func (c *batchConn) Read(p []byte) (int, error) {
+	b := c.b
+	if len(b.streams) > 0 && (b.bytes >= sinkBatchBytes || b.poll.Len() == 0) {
+		b.flush()
+	}
+	n, err := c.Connection.Read(p)
+	b.bytes += n
+	return n, err
 }
 
 // flush hands each batched stream's plain events to its sink.
