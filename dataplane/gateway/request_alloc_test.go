@@ -15,8 +15,10 @@ import (
 // httpx, gateway, engine connection and the two simulated engines).
 // 49 at a1ab90f, 43 after the gateway's own were cut, 29 at d38fc88
 // (httpx, engine and simulator work), 27 once GENERATE's model name came
-// from the engine's handshake (Engine.ResolveWire).
-const completionRequestAllocs = 28
+// from the engine's handshake (Engine.ResolveWire), 23 with the GENERATE,
+// routing request and output in the request's allocation and the
+// detokenizer kept with the pooled attempt.
+const completionRequestAllocs = 24
 
 // TestCompletionRequestAllocs holds a request's allocations, the whole
 // process's, under completionRequestAllocs: a change that adds some back

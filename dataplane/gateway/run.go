@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/kvgate/kvgate/dataplane/api"
 	"github.com/kvgate/kvgate/dataplane/engine"
@@ -31,12 +32,19 @@ type genRequest struct {
 	// x observes the request (access line, spans: accesslog.go); nil
 	// when nothing does.
 	x *exchange
+	// The request's GENERATE, routing request and client output, filled
+	// in by generate, serveOn and run: held here, they come in the
+	// request's one allocation.
+	gen wire.Generate
+	rr  route.Request
+	out output
 }
 
 // generate is the GENERATE frame of req, without an engine's model or
 // adapter (stream sets those).
 func (req *genRequest) generate() *wire.Generate {
-	gen := &wire.Generate{RequestID: []byte(req.id), MaxTokens: req.MaxTokens,
+	gen := &req.gen
+	*gen = wire.Generate{RequestID: readOnlyBytes(req.id), MaxTokens: req.MaxTokens,
 		Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK, DPRank: wire.AnyRank,
 		StopTokens: wire.TokensOf(req.StopTokenIDs), Prompt: wire.TokensOf(req.tokens), Guided: req.Guided}
 	if req.Seed != nil {
@@ -50,11 +58,16 @@ func (req *genRequest) generate() *wire.Generate {
 	return gen
 }
 
+// readOnlyBytes is s's bytes without a copy, for a frame field that is
+// only encoded (GENERATE's request_id): nothing may write to them.
+func readOnlyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // run routes req, streams its tokens through out, and returns the HTTP
 // status. An engine that fails before the first token costs the client
 // nothing: the request is routed again, up to g.Retries times.
 func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder) int {
-	return g.serveOn(req, &output{w: w, enc: enc, flavor: req.Kind.Flavor()})
+	req.out = output{w: w, enc: enc, flavor: req.Kind.Flavor()}
+	return g.serveOn(req, &req.out)
 }
 
 // serveOn is run's routing and retries, answering through out: the client's
@@ -62,7 +75,8 @@ func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder)
 func (g *Gateway) serveOn(req *genRequest, out sink) int {
 	gen := req.generate()
 	var lastErr error
-	rr := &route.Request{Model: req.Model, Tokens: req.tokens, Session: req.User}
+	rr := &req.rr
+	*rr = route.Request{Model: req.Model, Tokens: req.tokens, Session: req.User}
 	if req.Guided != nil {
 		rr.Needs = wire.FeatureGuided
 	}
@@ -269,7 +283,13 @@ func (g *Gateway) newAttempt(req *genRequest, d *route.Decision, s *engine.Strea
 	// skip_special_tokens false then): some models' call markers are.
 	keepSpecial := req.parser.Tools != nil
 	a := attempts.Get().(*attempt)
-	*a = attempt{g: g, req: req, d: d, s: s, out: out, detok: req.model.Tok.NewStream(!keepSpecial), stops: api.NewStopMatcher(req.Stop),
+	detok := a.detok
+	if detok == nil {
+		detok = req.model.Tok.NewStream(!keepSpecial)
+	} else {
+		detok.Reset(req.model.Tok, !keepSpecial)
+	}
+	*a = attempt{g: g, req: req, d: d, s: s, out: out, detok: detok, stops: api.NewStopMatcher(req.Stop),
 		sent: time.Now(), obs: obs, buf: a.buf[:0], pieces: a.pieces[:0], whole: a.whole[:0]}
 	return a
 }
@@ -293,7 +313,10 @@ func putAttempt(a *attempt) {
 	if cap(a.buf) > 64<<10 || cap(a.whole) > 64<<10 || cap(a.pieces) > 256 {
 		return
 	}
-	*a = attempt{buf: a.buf[:0], pieces: clear0(a.pieces), whole: a.whole[:0]}
+	if a.detok != nil && a.detok.Held() > 64<<10 {
+		a.detok = nil
+	}
+	*a = attempt{buf: a.buf[:0], pieces: clear0(a.pieces), whole: a.whole[:0], detok: a.detok}
 	attempts.Put(a)
 }
 

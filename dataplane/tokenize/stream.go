@@ -34,6 +34,15 @@ func (t *Tokenizer) NewStream(skipSpecial bool) *Stream {
 	return &Stream{t: t, skipSpecial: skipSpecial}
 }
 
+// Reset makes s a new stream of t, as t.NewStream(skipSpecial) would
+// return, keeping its buffers.
+func (s *Stream) Reset(t *Tokenizer, skipSpecial bool) {
+	*s = Stream{t: t, skipSpecial: skipSpecial, pending: s.pending[:0], invalid: s.invalid[:0], ids: s.ids[:0]}
+}
+
+// Held is the room, in bytes, of the buffers Reset keeps.
+func (s *Stream) Held() int { return cap(s.pending) + cap(s.invalid) + 4*cap(s.ids) }
+
 // Prime gives the stream the prompt the generated ids follow, as vLLM
 // primes its DecodeStream (FastIncrementalDetokenizer in
 // vllm/v1/engine/detokenizer.py): with the shortest suffix of 4 to 23 of
