@@ -3,7 +3,6 @@ package tokenize
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -345,14 +344,18 @@ func (t *mergeTable) rank(l, r uint32) (uint32, bool) {
 // pieceCache maps pre-tokens to their ids. It is a two-way set-associative
 // table of atomic pointers: a lookup is one hash and at most two atomic
 // loads, with no lock to contend on; an insert into a full set replaces one
-// entry, so the cache is bounded whatever the input.
+// entry, so the cache is bounded whatever the input. An entry holds its
+// piece and ids inline: one allocation with no pointers, so a lookup reads
+// the slot and one or two cache lines of the entry (not a string and a
+// slice elsewhere), and the GC never scans the entries of a full cache.
 type pieceCache struct {
 	slots [pieceCacheSlots]atomic.Pointer[pieceEntry]
 }
 
 type pieceEntry struct {
-	piece string
-	ids   []uint32
+	n, k  uint8 // the piece's length and its ids'
+	piece [pieceCacheMax]byte
+	ids   [pieceCacheIDs]uint32
 }
 
 const (
@@ -360,6 +363,9 @@ const (
 	// pieceCacheMax is the longest piece cached: longer ones (runs of CJK
 	// characters, long identifiers) rarely repeat.
 	pieceCacheMax = 48
+	// pieceCacheIDs is the most ids a cached piece has: a short piece of
+	// more is rare bytes, cheap to merge again.
+	pieceCacheIDs = 16
 )
 
 func (c *pieceCache) ways(s string) (a, b *atomic.Pointer[pieceEntry]) {
@@ -369,21 +375,28 @@ func (c *pieceCache) ways(s string) (a, b *atomic.Pointer[pieceEntry]) {
 
 func (c *pieceCache) get(s string) ([]uint32, bool) {
 	a, b := c.ways(s)
-	if e := a.Load(); e != nil && e.piece == s {
-		return e.ids, true
+	if e := a.Load(); e != nil && e.holds(s) {
+		return e.ids[:e.k], true
 	}
-	if e := b.Load(); e != nil && e.piece == s {
-		return e.ids, true
+	if e := b.Load(); e != nil && e.holds(s) {
+		return e.ids[:e.k], true
 	}
 	return nil, false
 }
 
+// holds reports whether e is the entry of piece s.
+func (e *pieceEntry) holds(s string) bool {
+	return int(e.n) == len(s) && string(e.piece[:e.n]) == s
+}
+
 func (c *pieceCache) put(s string, ids []uint32) {
-	if len(s) > pieceCacheMax {
+	if len(s) > pieceCacheMax || len(ids) > pieceCacheIDs {
 		return
 	}
-	// A clone: s may point into a large request.
-	e := &pieceEntry{piece: strings.Clone(s), ids: append([]uint32(nil), ids...)}
+	// A copy: s may point into a large request.
+	e := &pieceEntry{n: uint8(len(s)), k: uint8(len(ids))}
+	copy(e.piece[:], s)
+	copy(e.ids[:], ids)
 	a, b := c.ways(s)
 	switch {
 	case a.Load() == nil:
