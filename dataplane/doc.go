@@ -11,6 +11,7 @@
 //	passthrough OpenAI-compatible HTTP engines, relayed by splice or sockmap
 //	admin       metrics collectors, /debug/state and pprof on the admin listener
 //	bridge      adapters serving the wire protocol in front of other engines (vllm)
+//	procs       the runtime's Ps for the event loops and pollers that block in epoll
 //
 // A request flows httpx -> gateway -> api -> tokenize -> route (kvstore
 // match, load view, reserve) -> engine, and tokens flow back the same way.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kvgate/kvgate/dataplane/gateway"
 	"github.com/kvgate/kvgate/dataplane/httpx"
 	"github.com/kvgate/kvgate/dataplane/passthrough"
+	"github.com/kvgate/kvgate/dataplane/procs"
 	"github.com/kvgate/kvgate/dataplane/route"
 	"github.com/kvgate/kvgate/dataplane/tokenize"
 	"github.com/kvgate/kvgate/kvstore"
@@ -48,7 +50,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	debug.FreeOSMemory()
 	tok := tk.tok
 	checkLimits(log)
-	if err := engine.RouteNetpollLog(log); err != nil {
+	rt := sizeRuntime(c, log)
+	if err := engine.ConfigureNetpoll(log, rt.Pollers); err != nil {
 		return nil, err
 	}
 	addrs := c.engines
@@ -154,6 +157,19 @@ type tokenizers struct {
 
 // loadTokenizers loads --model's models or --tokenizer's tokenizer, each
 // checked: its tokenizer loads and its chat template renders.
+// sizeRuntime plans the HTTP event loops, netpoll's pollers and the
+// runtime's Ps (dataplane/procs), keeping the operator's GOMAXPROCS, and
+// logs the plan.
+func sizeRuntime(c *config, log *slog.Logger) procs.Plan {
+	_, fixed := os.LookupEnv("GOMAXPROCS")
+	p := procs.New(c.http.EventLoops, fixed)
+	p.Apply()
+	c.http.EventLoops = p.EventLoops
+	log.Info("runtime sized", "cpus", p.CPUs, "event_loops", p.EventLoops, "netpoll_pollers", p.Pollers,
+		"gomaxprocs", p.GOMAXPROCS, "gomaxprocs_from_env", fixed)
+	return p
+}
+
 func loadTokenizers(c *config) (*tokenizers, error) {
 	if len(c.models) > 0 {
 		models, err := gateway.LoadModels(c.models)

@@ -7,12 +7,13 @@ import (
 	"github.com/cloudwego/netpoll"
 )
 
-// RouteNetpollLog sends cloudwego/netpoll's log lines, which it writes with
-// a process-wide standard logger of its own, to log at warn level
-// (component "netpoll"), so the daemon writes one structured log. It keeps
-// netpoll's other settings at their defaults.
-func RouteNetpollLog(log *slog.Logger) error {
-	return netpoll.Configure(netpoll.Config{LoggerOutput: slogLines{log}, LoadBalance: netpoll.RoundRobin})
+// ConfigureNetpoll sends cloudwego/netpoll's log lines, which it writes
+// with a process-wide standard logger of its own, to log at warn level
+// (component "netpoll"), so the daemon writes one structured log, and
+// runs pollers pollers (0: netpoll's default, counted from GOMAXPROCS
+// when the process started). Its other settings keep their defaults.
+func ConfigureNetpoll(log *slog.Logger, pollers int) error {
+	return netpoll.Configure(netpoll.Config{LoggerOutput: slogLines{log}, LoadBalance: netpoll.RoundRobin, PollerNum: pollers})
 }
 
 // slogLines is an io.Writer that logs each line it is given.
