@@ -162,7 +162,7 @@ type tokenizers struct {
 // logs the plan.
 func sizeRuntime(c *config, log *slog.Logger) procs.Plan {
 	_, fixed := os.LookupEnv("GOMAXPROCS")
-	p := procs.New(c.http.EventLoops, fixed)
+	p := procs.New(c.http.EventLoops, fixed, c.extraProcs)
 	p.Apply()
 	c.http.EventLoops = p.EventLoops
 	log.Info("runtime sized", "cpus", p.CPUs, "event_loops", p.EventLoops, "netpoll_pollers", p.Pollers,

@@ -1,14 +1,16 @@
-// Package procs sizes the Go runtime for kvgate's pollers.
+// Package procs sizes kvgate's event loops, pollers and the runtime's Ps
+// for the CPUs the process may use.
 //
 // gnet's event loops (HTTP) and netpoll's pollers (engine connections)
 // wait for events in a blocking epoll_wait, and a goroutine in a system
 // call keeps its P until the runtime's sysmon takes it back, on a tick of
 // 20 us or more. With GOMAXPROCS at the CPU count the loops and pollers
-// hold most of the Ps between events, so a handler goroutine made
-// runnable waits for sysmon to free one: the CPUs sit idle while requests
-// queue, and sysmon's retakes cost a futex wake and a nanosleep each. One
-// P more for each loop and poller leaves a P a CPU for the goroutines
-// that have work (perf/RESULTS.md, "Session 11").
+// hold Ps between events, so a handler goroutine made runnable can wait
+// for sysmon to free one. A P more for each loop and poller (Extra) lets
+// short requests through faster, but the engine read loops then run as
+// soon as a frame arrives: streams from engines faster than the router
+// get fewer tokens an SSE event and cost more CPU a token (perf/RESULTS.md,
+// "Session 11"), so it is the operator's choice, off by default.
 package procs
 
 import (
@@ -26,40 +28,44 @@ type Plan struct {
 	EventLoops int
 	// Pollers are netpoll's: its own default for CPUs (one per 20, plus one).
 	Pollers int
-	// GOMAXPROCS is CPUs plus one a loop and a poller, or the operator's.
+	// GOMAXPROCS is CPUs, plus one a loop and a poller with Extra; the
+	// operator's when Fixed.
 	GOMAXPROCS int
 	// Fixed: the operator set GOMAXPROCS, which the plan keeps.
 	Fixed bool
+	// Extra: a P for each loop and poller besides the CPUs' (--extra-procs).
+	Extra bool
 }
 
 // New plans for eventLoops HTTP event loops (0: one a CPU); fixed says
 // the operator set GOMAXPROCS (its environment variable), which is then
-// kept and taken as the CPU count. Plans made after an Apply are the same.
-func New(eventLoops int, fixed bool) Plan {
-	return plan(startCPUs, eventLoops, fixed)
+// kept and taken as the CPU count; extra asks for a P a loop and poller
+// besides. Plans made after an Apply are the same.
+func New(eventLoops int, fixed, extra bool) Plan {
+	return plan(startCPUs, eventLoops, fixed, extra)
 }
 
 // startCPUs is GOMAXPROCS as the process started, before any Apply.
 var startCPUs = runtime.GOMAXPROCS(0)
 
-func plan(cpus, eventLoops int, fixed bool) Plan {
+func plan(cpus, eventLoops int, fixed, extra bool) Plan {
 	cpus = max(cpus, 1)
-	p := Plan{CPUs: cpus, EventLoops: eventLoops, Pollers: cpus/20 + 1, Fixed: fixed}
+	p := Plan{CPUs: cpus, EventLoops: eventLoops, Pollers: cpus/20 + 1, Fixed: fixed, Extra: extra && !fixed}
 	if p.EventLoops <= 0 {
 		p.EventLoops = cpus
 	}
 	p.GOMAXPROCS = cpus
-	if !fixed {
+	if p.Extra {
 		p.GOMAXPROCS += p.EventLoops + p.Pollers
 	}
 	return p
 }
 
-// Apply sets the runtime's GOMAXPROCS to the plan's. The runtime then no
-// longer follows a change of the cgroup's quota (Go 1.25's default does):
-// a router's quota is fixed when it starts.
+// Apply sets the runtime's GOMAXPROCS to an Extra plan's. The runtime then
+// no longer follows a change of the cgroup's quota (Go 1.25's default
+// does). Other plans leave the runtime as it is.
 func (p Plan) Apply() {
-	if !p.Fixed {
+	if p.Extra {
 		runtime.GOMAXPROCS(p.GOMAXPROCS)
 	}
 }
