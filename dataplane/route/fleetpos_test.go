@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kvgate/kvgate/dataplane/engine"
 	"github.com/kvgate/kvgate/perf/sim"
 	"github.com/kvgate/kvgate/perf/sim/simtest"
 	"github.com/kvgate/kvgate/syncring"
@@ -18,14 +19,7 @@ func TestFleetFollowsPoolPositions(t *testing.T) {
 	f.peers[2] = syncring.Load{Requests: 7}
 	r := New(pool, PolicyKV, DefaultWeights())
 	r.SetFleet(f)
-	cfg := sim.DefaultConfig()
-	cfg.ID, cfg.Rank.Profile = "sim-late", sim.ZeroProfile
-	_, addr := simtest.Serve(t, cfg)
-	late, err := pool.Add(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simtest.WaitReady(t, pool, 3)
+	late := addZeroSim(t, pool, "sim-late", 3)
 	for _, e := range pool.Engines()[:2] {
 		if _, err := pool.Drain(e.Addr); err != nil {
 			t.Fatal(err)
@@ -47,4 +41,19 @@ func TestFleetFollowsPoolPositions(t *testing.T) {
 		t.Fatalf("PeerLoad of the late engine %+v, want position 2's", got)
 	}
 	fmt.Println("ok")
+}
+
+// addZeroSim adds a zero-cost simulated engine named id to pool and waits
+// until ready engines number ready.
+func addZeroSim(t *testing.T, pool *engine.Pool, id string, ready int) *engine.Engine {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.ID, cfg.Rank.Profile = id, sim.ZeroProfile
+	_, addr := simtest.Serve(t, cfg)
+	e, err := pool.Add(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simtest.WaitReady(t, pool, ready)
+	return e
 }

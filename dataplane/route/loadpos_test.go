@@ -4,9 +4,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/kvgate/kvgate/perf/sim"
-	"github.com/kvgate/kvgate/perf/sim/simtest"
 )
 
 // TestLoadViewSurvivesPositionReuse: the router finds an engine's load by
@@ -32,14 +29,7 @@ func TestLoadViewSurvivesPositionReuse(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := sim.DefaultConfig()
-	cfg.ID, cfg.Rank.Profile = "sim-next", sim.ZeroProfile
-	_, addr := simtest.Serve(t, cfg)
-	next, err := pool.Add(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simtest.WaitReady(t, pool, 1)
+	next := addZeroSim(t, pool, "sim-next", 1)
 	if next.Pos() != old.Pos() {
 		t.Fatalf("the newcomer took place %d, not the removed engine's %d", next.Pos(), old.Pos())
 	}

@@ -39,13 +39,7 @@ func TestFreeLongStreamFrames(t *testing.T) {
 	must(t, c.Send(1, generate([]uint32{1, 2, 3, 4, 5}, uint32(total))))
 	tokens, frames := 0, 0
 	for {
-		f, err := c.ReadFrame()
-		must(t, err)
-		if f.Type != wire.TypeTokens {
-			continue
-		}
-		var m wire.TokensMsg
-		must(t, wire.DecodeFrame(f, &m, nil))
+		m := readTokens(t, c)
 		if frames < maxStepsAhead && m.Tokens.Len() != 1 {
 			t.Fatalf("frame %d of the first burst carries %d tokens, want 1", frames, m.Tokens.Len())
 		}
@@ -70,13 +64,7 @@ func TestFreeCancel(t *testing.T) {
 		must(t, c.Send(1, generate([]uint32{1, 2, 3}, 0)))
 		tokens := 0
 		for sent := false; ; {
-			f, err := c.ReadFrame()
-			must(t, err)
-			if f.Type != wire.TypeTokens {
-				continue
-			}
-			var m wire.TokensMsg
-			must(t, wire.DecodeFrame(f, &m, nil))
+			m := readTokens(t, c)
 			tokens += m.Tokens.Len()
 			if !sent {
 				must(t, c.Send(1, &wire.Cancel{Reason: wire.CancelClientGone}))
@@ -117,3 +105,17 @@ func TestFreeAllocs(t *testing.T) {
 // maxFreeAllocs is what a request of a prompt shorter than a block must
 // allocate: its Request, its token array and its block table.
 const maxFreeAllocs = 3
+
+// readTokens reads c's frames up to the next TOKENS and decodes it.
+func readTokens(t *testing.T, c *wire.Conn) *wire.TokensMsg {
+	t.Helper()
+	for {
+		f, err := c.ReadFrame()
+		must(t, err)
+		if f.Type == wire.TypeTokens {
+			var m wire.TokensMsg
+			must(t, wire.DecodeFrame(f, &m, nil))
+			return &m
+		}
+	}
+}
