@@ -155,8 +155,6 @@ type tokenizers struct {
 	simLen   int    // and their context (0: sim's default)
 }
 
-// loadTokenizers loads --model's models or --tokenizer's tokenizer, each
-// checked: its tokenizer loads and its chat template renders.
 // sizeRuntime plans the HTTP event loops, netpoll's pollers and the
 // runtime's Ps (dataplane/procs), keeping the operator's GOMAXPROCS, and
 // logs the plan.
@@ -170,6 +168,8 @@ func sizeRuntime(c *config, log *slog.Logger) procs.Plan {
 	return p
 }
 
+// loadTokenizers loads --model's models or --tokenizer's tokenizer, each
+// checked: its tokenizer loads and its chat template renders.
 func loadTokenizers(c *config) (*tokenizers, error) {
 	if len(c.models) > 0 {
 		models, err := gateway.LoadModels(c.models)
