@@ -39,6 +39,7 @@ Commands:
            over --loads 1,2,3,4; requests/s within --ttft-slo and --tpot-slo together; --out DIR: table, goodput.svg, JSON
   ideal    the hit rate of one pooled LRU cache per size: --workload SPEC --blocks N1,N2,...
   hybrid   hybrid-model engines (--sim-profile gptoss-like,qwen3next-like): the router's predicted hit against the engines' cached_tokens per policy (kv, kv-group-blind)
+  floor    the least a router on gnet and netpoll does per request, to set beside nginx: --listen ADDR --mode loop|worker
   streams  streamed tokens/s and kvgate CPU per million tokens: --streams 256,2048 --max-tokens N [--kvgate before=PATH,after=PATH]
 
 Workload SPECs: mooncake:PATH, azure:PATH, shared-prefix:groups=8,prefix=4096,suffix=256,n=1000,rate=4,
@@ -76,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdStreams(ctx, args[1:], stdout, stderr)
 	case "hybrid":
 		err = cmdHybrid(ctx, args[1:], stdout, stderr)
+	case "floor":
+		err = cmdFloor(ctx, args[1:], stdout, stderr)
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}

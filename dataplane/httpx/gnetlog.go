@@ -28,3 +28,7 @@ func (g gnetLogger) Errorf(format string, args ...any) { g.log(slog.LevelError, 
 // Fatalf logs at error level; gnet calls it where it gives up, and the
 // server's Serve returns that error, so the process is not ended here.
 func (g gnetLogger) Fatalf(format string, args ...any) { g.log(slog.LevelError, format, args) }
+
+// GnetLogger is gnet's logger routed into l, for other gnet servers of the
+// process (perf/floor's).
+func GnetLogger(l *slog.Logger) logging.Logger { return gnetLogger{l} }
