@@ -61,10 +61,12 @@ type Engine struct {
 	state atomic.Int32
 	// prof is what the last handshake said, replaced whole on each one, so
 	// routing reads it for every candidate without a lock.
-	prof       atomic.Pointer[profile]
-	mu         sync.Mutex // guards conn, streams, nextStream
-	conn       *wire.Conn
-	streams    map[uint32]*Stream
+	prof atomic.Pointer[profile]
+	mu   sync.Mutex // guards conn, nextStream and changes to streams
+	conn *wire.Conn
+	// streams is the stream table (streams.go): the read loop reads it
+	// without mu.
+	streams    atomic.Pointer[streamTable]
 	nextStream uint32
 
 	load      rankLoads    // per rank (ranks.go)
@@ -181,7 +183,7 @@ func (e *Engine) LoadReport() (l *wire.Load, seq uint64, at time.Time) {
 func (e *Engine) OpenStreams() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.streams)
+	return e.table().open
 }
 
 // Serves reports whether the engine serves model: one of its models, or

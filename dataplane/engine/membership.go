@@ -75,6 +75,7 @@ func (p *Pool) Add(addr string) (*Engine, error) {
 	}
 	ctx, stop := context.WithCancel(p.ctx)
 	e := &Engine{Addr: addr, pool: p, log: p.log, pos: p.mem.takePos(), stop: stop, done: make(chan struct{})}
+	e.streams.Store(newStreamTable(streamTableMin))
 	p.mem.byAddr[addr] = e
 	p.publishLocked()
 	p.wg.Add(1)

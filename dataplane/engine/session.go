@@ -142,7 +142,7 @@ func (e *Engine) adopt(c *wire.Conn) error {
 	defer e.mu.Unlock()
 	e.conn = c
 	e.adapters.reset()
-	e.streams = make(map[uint32]*Stream)
+	e.streams.Store(newStreamTable(streamTableMin))
 	e.lastSeq = make([]uint64, ranks)
 	e.snapshots = make(map[uint16][]kvstore.Event)
 	slots := e.profile().slots
@@ -174,7 +174,7 @@ func firstModel(ms []string) string {
 // for the watcher, each frame read and each frame handled: odd while one
 // is being handled (applying a large snapshot can take a while, and the
 // engine is not silent meanwhile).
-func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, b *sinkBatch, heard *atomic.Uint64) error {
+func (e *Engine) readLoop(ctx context.Context, c frameConn, b *sinkBatch, heard *atomic.Uint64) error {
 	lim := &e.pool.cfg.Limits
 	var tok wire.TokensMsg
 	var evs wire.KVEvents
@@ -248,6 +248,13 @@ func (e *Engine) readLoop(ctx context.Context, c *wire.Conn, b *sinkBatch, heard
 		heard.Add(1)
 	}
 	return ctx.Err()
+}
+
+// frameConn is what the read loop needs of its connection: a *wire.Conn,
+// or a benchmark's frames (BenchmarkReadLoopTokens).
+type frameConn interface {
+	ReadFrame() (wire.Frame, error)
+	Send(stream uint32, m wire.Message) error
 }
 
 // controlFrame reports whether frames of type t belong on stream 0 only.

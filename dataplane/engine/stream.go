@@ -43,11 +43,13 @@ type Stream struct {
 	e  *Engine
 	id uint32
 
-	mu     sync.Mutex
-	queue  []Event
-	free   []Event       // events Release handed back, for the next frames
-	ready  chan struct{} // capacity 1: "queue is not empty"
-	closed bool          // the last event is queued; guarded by e.mu for the stream table
+	mu    sync.Mutex
+	queue []Event
+	free  []Event       // events Release handed back, for the next frames
+	ready chan struct{} // capacity 1: "queue is not empty"
+	// closed: the last event is queued; set under e.mu with the stream
+	// table, read by the read loop without it (streams.go).
+	closed atomic.Bool
 	// The sink's state (sink.go), under mu: taken says the consumer is
 	// handling events Take returned (until Release), dirty that the stream
 	// is in the read loop's batch, inline that the read loop is in
@@ -189,22 +191,12 @@ func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 		e.mu.Unlock()
 		return nil, ErrNotReady
 	}
-	for {
-		e.nextStream++
-		if e.nextStream == 0 {
-			continue
-		}
-		if _, busy := e.streams[e.nextStream]; !busy {
-			break
-		}
-	}
-	s := &Stream{e: e, id: e.nextStream, ready: make(chan struct{}, 1)}
-	e.streams[s.id] = s
+	s := e.newStream()
 	c := e.conn
 	e.mu.Unlock()
 	if err := c.SendGenerate(s.id, g); err != nil {
 		e.mu.Lock()
-		delete(e.streams, s.id)
+		e.table().remove(s)
 		e.mu.Unlock()
 		if c.Err() != nil { // the write failed (or timed out): the connection is done
 			_ = c.Close()
@@ -218,7 +210,7 @@ func (e *Engine) Generate(g *wire.Generate) (*Stream, error) {
 // Cancel asks the engine to stop the stream; its last event follows on C.
 func (s *Stream) Cancel(reason wire.CancelReason) {
 	s.e.mu.Lock()
-	c, open := s.e.conn, !s.closed
+	c, open := s.e.conn, !s.closed.Load()
 	s.e.mu.Unlock()
 	if open && c != nil {
 		_ = c.Send(s.id, &wire.Cancel{Reason: reason})
@@ -251,20 +243,23 @@ func (e *Engine) endStream(id uint32, err error) {
 
 // open returns stream id if it takes events (nil: cancelled and
 // forgotten, or never ours: the protocol says ignore), closing it in the
-// table when last.
+// table when last. Only a last frame takes e.mu (streams.go).
 func (e *Engine) open(id uint32, last bool) *Stream {
+	if !last {
+		if s := e.table().lookup(id); s != nil && !s.closed.Load() {
+			return s
+		}
+		return nil // or ended here already (abandon): only the engine's end is awaited
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s, ok := e.streams[id]
-	if !ok || s.closed { // ended here already (abandon): only the engine's end is awaited
-		if ok && last {
-			delete(e.streams, id)
-		}
+	s := e.table().lookup(id)
+	if s == nil {
 		return nil
 	}
-	if last {
-		delete(e.streams, id)
-		s.closed = true
+	e.table().remove(s)
+	if s.closed.Swap(true) {
+		return nil
 	}
 	return s
 }
@@ -276,12 +271,12 @@ func (e *Engine) open(id uint32, last bool) *Stream {
 func (e *Engine) abandon(c *wire.Conn, pick func(*Stream) bool, err error, reason wire.CancelReason) int {
 	e.mu.Lock()
 	var ended []*Stream
-	for _, s := range e.streams {
-		if !s.closed && pick(s) {
-			s.closed = true
+	e.table().each(func(s *Stream) {
+		if !s.closed.Load() && pick(s) {
+			s.closed.Store(true)
 			ended = append(ended, s)
 		}
-	}
+	})
 	e.mu.Unlock()
 	for _, s := range ended {
 		s.push(Event{Last: true, Err: err})
@@ -296,16 +291,15 @@ func (e *Engine) abandon(c *wire.Conn, pick func(*Stream) bool, err error, reaso
 // failStreams ends every open stream after the connection failed.
 func (e *Engine) failStreams(err error) {
 	e.mu.Lock()
-	streams := e.streams
-	e.streams = make(map[uint32]*Stream)
+	streams := e.table()
+	e.streams.Store(newStreamTable(streamTableMin))
 	e.conn = nil
 	var open []*Stream
-	for _, s := range streams {
-		if !s.closed {
-			s.closed = true
+	streams.each(func(s *Stream) {
+		if !s.closed.Swap(true) {
 			open = append(open, s)
 		}
-	}
+	})
 	e.mu.Unlock()
 	for _, s := range open {
 		s.push(Event{Last: true, Err: fmt.Errorf("%w: %v", ErrEngineDown, err)})
