@@ -37,7 +37,9 @@ const (
 	TypeRing            Type = 0x30
 )
 
-var typeNames = map[Type]string{
+// typeNames is indexed by type ("": not a type of version 1): ParseHeader
+// checks every frame's type against it.
+var typeNames = [256]string{
 	TypeHello: "HELLO", TypeWelcome: "WELCOME", TypeAuth: "AUTH", TypePing: "PING",
 	TypePong: "PONG", TypeGoaway: "GOAWAY", TypeError: "ERROR", TypeGenerate: "GENERATE",
 	TypeTokens: "TOKENS", TypeCancel: "CANCEL", TypeKVEvents: "KV_EVENTS", TypeLoad: "LOAD",
@@ -47,14 +49,14 @@ var typeNames = map[Type]string{
 
 // String returns the type's name as written in PROTOCOL.md.
 func (t Type) String() string {
-	if s, ok := typeNames[t]; ok {
+	if s := typeNames[t]; s != "" {
 		return s
 	}
 	return fmt.Sprintf("TYPE_%#02x", uint8(t))
 }
 
 // Known reports whether t is defined by protocol version 1.
-func (t Type) Known() bool { _, ok := typeNames[t]; return ok }
+func (t Type) Known() bool { return typeNames[t] != "" }
 
 // Compressible reports whether frames of type t may carry a compressed payload.
 func (t Type) Compressible() bool {

@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // TokensFlags mark a TOKENS frame's place in its stream.
 type TokensFlags uint8
@@ -105,12 +108,7 @@ func (m *TokensMsg) AppendPayload(dst []byte) ([]byte, error) {
 func (m *TokensMsg) Decode(p []byte, lim *Limits) error {
 	lim = limitsOrDefault(lim)
 	c := cursor{b: p}
-	m.Flags = TokensFlags(c.u8("flags"))
-	m.Finish = FinishReason(c.u8("finish_reason"))
-	c.zero(2, "reserved")
-	m.CachedTokens = c.u32("cached_tokens")
-	m.PromptTokens = c.u32("prompt_tokens")
-	m.CompletionTokens = c.u32("completion_tokens")
+	m.decodeHead(&c)
 	m.Tokens = c.tokens(lim.MaxTokens, "tokens")
 	m.Text = c.bytes32("text")
 	m.TextEnds = TextEnds{}
@@ -138,4 +136,25 @@ func (m *TokensMsg) Decode(p []byte, lim *Limits) error {
 			m.Finish, m.Last(), ErrBadValue)
 	}
 	return nil
+}
+
+// tokensHeadSize is the size of a TOKENS payload's fixed fields, before its
+// tokens.
+const tokensHeadSize = 16
+
+// decodeHead reads the fixed fields with one bounds check for them all:
+// every frame of every stream is read here.
+func (m *TokensMsg) decodeHead(c *cursor) {
+	h := c.take(tokensHeadSize, "TOKENS fields")
+	if len(h) < tokensHeadSize {
+		m.Flags, m.Finish, m.CachedTokens, m.PromptTokens, m.CompletionTokens = 0, 0, 0, 0, 0
+		return
+	}
+	m.Flags, m.Finish = TokensFlags(h[0]), FinishReason(h[1])
+	if h[2]|h[3] != 0 {
+		c.err = fmt.Errorf("decoding reserved at byte 2: must be zero: %w", ErrBadValue)
+	}
+	m.CachedTokens = binary.LittleEndian.Uint32(h[4:])
+	m.PromptTokens = binary.LittleEndian.Uint32(h[8:])
+	m.CompletionTokens = binary.LittleEndian.Uint32(h[12:])
 }
