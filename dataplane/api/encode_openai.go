@@ -45,6 +45,23 @@ func (o *OpenAIEncoder) object() string {
 // Streaming implements Encoder.
 func (o *OpenAIEncoder) Streaming() bool { return o.Stream }
 
+// Reset makes o the encoder c (given by its exported fields) for another
+// response, keeping the room o's whole body's text and reasoning took, up
+// to 64 KB each: a pooled encoder then collects a body without allocating.
+func (o *OpenAIEncoder) Reset(c OpenAIEncoder) {
+	text, reasoning := keptRoom(o.all.Text), keptRoom(o.all.Reasoning)
+	*o = c
+	o.all = Collect{Text: text, Reasoning: reasoning}
+}
+
+// keptRoom is b emptied for reuse, or nil when it is too large to keep.
+func keptRoom(b []byte) []byte {
+	if cap(b) > 64<<10 {
+		return nil
+	}
+	return b[:0]
+}
+
 // Open implements Encoder: a chat stream starts with the assistant role.
 func (o *OpenAIEncoder) Open(dst []byte) []byte {
 	if o.Stream && !o.Chat && o.Echo != "" {

@@ -130,25 +130,26 @@ func (g *Gateway) encoder(req *genRequest) api.Encoder {
 			PromptTokens: uint32(len(req.tokens))}
 	case api.Chat:
 		e := openAIEncoders.Get().(*api.OpenAIEncoder)
-		*e = api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
-			Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs}
+		e.Reset(api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
+			Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs})
 		return e
 	}
 	e := openAIEncoders.Get().(*api.OpenAIEncoder)
-	*e = api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
-		Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs, Echo: g.echo(req)}
+	e.Reset(api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
+		Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs, Echo: g.echo(req)})
 	return e
 }
 
 // openAIEncoders holds the OpenAI encoders of responses that are over
-// (about 450 bytes each, one a request before).
+// (about 450 bytes each, one a request before), with the room their
+// bodies' text took.
 var openAIEncoders = sync.Pool{New: func() any { return new(api.OpenAIEncoder) }}
 
 // putEncoder gives enc back once its response is over; only OpenAI's are
 // pooled.
 func putEncoder(enc api.Encoder) {
 	if e, ok := enc.(*api.OpenAIEncoder); ok {
-		*e = api.OpenAIEncoder{}
+		e.Reset(api.OpenAIEncoder{})
 		openAIEncoders.Put(e)
 	}
 }

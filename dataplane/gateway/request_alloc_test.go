@@ -17,8 +17,9 @@ import (
 // (httpx, engine and simulator work), 27 once GENERATE's model name came
 // from the engine's handshake (Engine.ResolveWire), 23 with the GENERATE,
 // routing request and output in the request's allocation and the
-// detokenizer kept with the pooled attempt.
-const completionRequestAllocs = 24
+// detokenizer kept with the pooled attempt, 21 with a pooled encoder's
+// body text kept and a whole response's text not copied for its parser.
+const completionRequestAllocs = 22
 
 // TestCompletionRequestAllocs holds a request's allocations, the whole
 // process's, under completionRequestAllocs: a change that adds some back

@@ -430,7 +430,7 @@ func (a *attempt) emit(text string, end bool) error {
 		if !end {
 			return nil
 		}
-		text = string(a.whole)
+		text = a.wholeText()
 	}
 	a.pieces = a.req.parser.Feed(a.pieces[:0], text, end)
 	for _, p := range a.pieces {
@@ -439,6 +439,18 @@ func (a *attempt) emit(text string, end bool) error {
 		}
 	}
 	return nil
+}
+
+// wholeText is a whole response's text, parsed at its end. Without a
+// reasoning or tool parser it is a.whole itself, no copy: each piece's
+// text is copied by the encoder (into the body it collects), and a.whole
+// is reused only by the attempt that takes a from the pool. A parser may
+// keep text across Feed calls, so it gets a copy.
+func (a *attempt) wholeText() string {
+	if len(a.whole) > 0 && a.req.parser.Reasoning == nil && a.req.parser.Tools == nil {
+		return unsafe.String(&a.whole[0], len(a.whole))
+	}
+	return string(a.whole)
 }
 
 // finishOf maps the engine's finish reason onto the APIs'.
