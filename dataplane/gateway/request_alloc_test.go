@@ -18,8 +18,10 @@ import (
 // from the engine's handshake (Engine.ResolveWire), 23 with the GENERATE,
 // routing request and output in the request's allocation and the
 // detokenizer kept with the pooled attempt, 21 with a pooled encoder's
-// body text kept and a whole response's text not copied for its parser.
-const completionRequestAllocs = 22
+// body text kept and a whole response's text not copied for its parser,
+// 19 with the request's first header fields and its response's writer in
+// the request's allocation (httpx).
+const completionRequestAllocs = 20
 
 // TestCompletionRequestAllocs holds a request's allocations, the whole
 // process's, under completionRequestAllocs: a change that adds some back

@@ -87,7 +87,8 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		st.busy.Store(true)
 		st.phase.Store(phaseServe) // no timeout while served: since is not read, and not worth a clock read
 		req.RemoteAddr = st.remote
-		w := &ResponseWriter{st: st, req: req}
+		w := &req.w
+		*w = ResponseWriter{st: st, req: req}
 		w.header = w.fields[:0]
 		s.active.Add(1)
 		s.dispatch(w, req)

@@ -29,7 +29,16 @@ type Request struct {
 	RemoteAddr             string
 	close                  bool
 	raw                    []byte
+	// fields hold the header's first fields and w the response's writer
+	// (OnTraffic), in the request's one allocation.
+	fields [headFields]Field
+	w      ResponseWriter
 }
+
+// headFields is how many header fields a request holds in its own
+// allocation: a client's usual few (Host, Content-Type, Content-Length,
+// User-Agent, Accept, an auth field).
+const headFields = 6
 
 // Header is an ordered list of fields; lookups ignore case.
 type Header []Field
@@ -100,7 +109,12 @@ func parseHead(headBytes []byte) (*Request, framing, *parseError) {
 	if lineEnd < 0 {
 		lineEnd = len(head)
 	}
-	req := &Request{Header: make(Header, 0, strings.Count(head, "\r\n"))}
+	req := new(Request)
+	if n := strings.Count(head, "\r\n"); n <= headFields {
+		req.Header = req.fields[:0]
+	} else {
+		req.Header = make(Header, 0, n)
+	}
 	if err := parseRequestLine(req, head[:lineEnd]); err != nil {
 		return nil, fr, err
 	}
