@@ -46,8 +46,10 @@ type Gateway struct {
 	// Retries bounds re-routing of a request whose engine failed before its
 	// first token.
 	Retries int
-	// FirstTokenTimeout bounds the wait for the first token (504 after).
+	// FirstTokenTimeout bounds the wait for the first token (504 after,
+	// noticed up to a 16th of it late: alarm.go).
 	FirstTokenTimeout time.Duration
+	firstToken        alarm // the waits for a first token share its ticks
 	// TransferTimeout bounds a disaggregated request's wait, from its
 	// hand-off, for the decode engine's first frame (disagg.go; 0:
 	// FirstTokenTimeout), at most route.HandoffDeadline.

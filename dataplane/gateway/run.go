@@ -213,21 +213,18 @@ func (g *Gateway) attempt(req *genRequest, gen *wire.Generate, d *route.Decision
 // for the end, an error, or the client leaving.
 func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, out sink, obs *attemptObs) (status int, retry bool, err error) {
 	a := g.newAttempt(req, d, s, out, obs)
-	timeout := firstTokenTimers.Get().(*time.Timer)
-	timeout.Reset(g.FirstTokenTimeout)
+	deadline, tick := a.sent.Add(g.FirstTokenTimeout), tickOf(g.FirstTokenTimeout)
 	defer func() {
 		if a.attached {
 			s.Detach() // before a's state is read or pooled: no delivery is under way after it
 		}
 		obs.end(status, retry, err, a.completion())
-		timeout.Stop() // Go 1.23 timers: after Stop no stale tick is left to read
-		firstTokenTimers.Put(timeout)
 		putAttempt(a)
 	}()
 	for {
-		firstToken := timeout.C
-		if a.started {
-			firstToken = nil // a nil channel's case is left out: a wait per event locks two channels, not three
+		var firstToken <-chan struct{} // a nil channel's case is left out: a wait per event locks two channels, not three
+		if !a.started {
+			firstToken = g.firstToken.next(tick) // alarm.go: the shared clock, not a timer a request
 		}
 		select {
 		case <-s.Ready():
@@ -238,6 +235,9 @@ func (g *Gateway) stream(req *genRequest, d *route.Decision, s *engine.Stream, o
 			s.Cancel(wire.CancelClientGone)
 			return out.gone(), false, nil
 		case <-firstToken:
+			if time.Now().Before(deadline) {
+				continue // a tick before the deadline
+			}
 			s.Cancel(wire.CancelTimeout)
 			return req.fail(out, &api.Error{Status: 504, Message: "no first token from the engine in time"}), false, nil
 		}
@@ -297,13 +297,6 @@ func (g *Gateway) newAttempt(req *genRequest, d *route.Decision, s *engine.Strea
 // attempts holds the attempts stream is done with, their buffers kept;
 // disagg.go's, which outlive a stream, are not put back.
 var attempts = sync.Pool{New: func() any { return new(attempt) }}
-
-// firstTokenTimers holds stopped first-token timers for stream to Reset.
-var firstTokenTimers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
 
 // putAttempt gives a back to attempts once nothing refers to it: its
 // references are dropped, its buffers (of a bounded size) kept. Text
