@@ -138,9 +138,15 @@ func (m *Metrics) observeFirstToken(engine string, prompt int, d time.Duration, 
 		return
 	}
 	m.ttft.Observe(d.Seconds())
-	m.predictedCached.Add(float64(predicted))
-	m.reportedCached.Add(float64(reported))
 	c := m.engineCounters(engine)
 	c.prompt.Add(float64(prompt))
-	c.cached.Add(float64(reported))
+	// Nothing cached is common (a short prompt, a cold cache); a counter's
+	// Add is a compare-and-swap the CPUs contend for, even adding zero.
+	if predicted > 0 {
+		m.predictedCached.Add(float64(predicted))
+	}
+	if reported > 0 {
+		m.reportedCached.Add(float64(reported))
+		c.cached.Add(float64(reported))
+	}
 }
