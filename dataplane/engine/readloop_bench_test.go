@@ -11,10 +11,10 @@ import (
 	"github.com/kvgate/kvgate/wire"
 )
 
-// loopFrames is a read loop's connection that reads the same rounds of
-// frames again and again (one plain TOKENS frame of one token per stream:
-// what a zero-cost engine sends for each decode step), until limit frames
-// have been read. Before each read it hands the batch to the sinks, as
+// loopFrames is a read loop's connection that reads the same round of
+// frames again and again (plain TOKENS frames of one token, one per stream
+// and decode step: what a zero-cost engine sends), until limit frames have
+// been read. Before each round it hands the batch to the sinks, as
 // batchConn does when the socket has nothing buffered.
 type loopFrames struct {
 	r     *wire.Reader
@@ -26,7 +26,9 @@ type loopFrames struct {
 }
 
 func (l *loopFrames) Read(p []byte) (int, error) {
-	l.b.flush()
+	if l.off == 0 {
+		l.b.flush()
+	}
 	n := copy(p, l.round[l.off:])
 	l.off = (l.off + n) % len(l.round)
 	return n, nil
@@ -43,8 +45,8 @@ func (l *loopFrames) ReadFrame() (wire.Frame, error) {
 func (l *loopFrames) Send(uint32, wire.Message) error { return nil }
 
 // benchEngine is an engine with n open streams whose sinks count the ids
-// they take, and a round of frames for them.
-func benchEngine(tb testing.TB, n int) (*Engine, []*countSink, []byte) {
+// they take, and a round of steps frames for each of them.
+func benchEngine(tb testing.TB, n, steps int) (*Engine, []*countSink, []byte) {
 	e := &Engine{pool: &Pool{cfg: DefaultConfig()}, log: slog.New(slog.DiscardHandler)}
 	e.streams.Store(newStreamTable(streamTableMin))
 	sinks := make([]*countSink, n)
@@ -61,6 +63,10 @@ func benchEngine(tb testing.TB, n int) (*Engine, []*countSink, []byte) {
 			tb.Fatal(err)
 		}
 		round = append(wire.AppendHeader(round, wire.TypeTokens, 0, s.id, len(p)), p...)
+	}
+	step := round
+	for range steps - 1 {
+		round = append(round, step...)
 	}
 	return e, sinks, round
 }
@@ -79,24 +85,30 @@ func runFrames(tb testing.TB, e *Engine, round []byte, frames int) {
 
 // BenchmarkReadLoopTokens: the engine read loop's work per TOKENS frame
 // (read, decode, the stream's lookup, queueing, and the batch's hand-off
-// to the sinks), one token a frame, over 256 and 2,048 streams.
+// to the sinks), one token a frame, over 256 and 2,048 streams, with one
+// or 8 frames per stream between the batch's hand-offs (a read loop that
+// keeps up, one that lags).
 func BenchmarkReadLoopTokens(b *testing.B) {
-	for _, n := range []int{256, 2048} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			e, sinks, round := benchEngine(b, n)
-			b.ReportAllocs()
-			b.SetBytes(int64(len(round) / n))
-			b.ResetTimer()
-			runFrames(b, e, round, b.N)
-			b.StopTimer()
-			got := 0
-			for _, s := range sinks {
-				got += s.n
-			}
-			if got != b.N {
-				b.Fatalf("the sinks took %d ids of %d frames", got, b.N)
-			}
-		})
+	for _, steps := range []int{1, 8} {
+		for _, n := range []int{256, 2048} {
+			b.Run(fmt.Sprintf("streams=%d/steps=%d", n, steps), func(b *testing.B) { benchReadLoop(b, n, steps) })
+		}
+	}
+}
+
+func benchReadLoop(b *testing.B, n, steps int) {
+	e, sinks, round := benchEngine(b, n, steps)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(round) / (n * steps)))
+	b.ResetTimer()
+	runFrames(b, e, round, b.N)
+	b.StopTimer()
+	got := 0
+	for _, s := range sinks {
+		got += s.n
+	}
+	if got != b.N {
+		b.Fatalf("the sinks took %d ids of %d frames", got, b.N)
 	}
 }
 
@@ -106,7 +118,7 @@ func BenchmarkReadLoopTokens(b *testing.B) {
 // batch), and every id reaches its stream's sink.
 func TestReadLoopTokensAllocs(t *testing.T) {
 	const streams, rounds = 256, 8
-	e, sinks, round := benchEngine(t, streams)
+	e, sinks, round := benchEngine(t, streams, 1)
 	runFrames(t, e, round, streams) // the events' arrays are allocated once
 	short := testing.AllocsPerRun(5, func() { runFrames(t, e, round, rounds*streams) })
 	long := testing.AllocsPerRun(5, func() { runFrames(t, e, round, 2*rounds*streams) })

@@ -173,7 +173,8 @@ func firstModel(ms []string) string {
 // frames for streams' sinks (sink.go). heard counts,
 // for the watcher, each frame read and each frame handled: odd while one
 // is being handled (applying a large snapshot can take a while, and the
-// engine is not silent meanwhile).
+// engine is not silent meanwhile); a TOKENS frame, handled without a
+// wait, adds both at once.
 func (e *Engine) readLoop(ctx context.Context, c frameConn, b *sinkBatch, heard *atomic.Uint64) error {
 	lim := &e.pool.cfg.Limits
 	var tok wire.TokensMsg
@@ -183,6 +184,14 @@ func (e *Engine) readLoop(ctx context.Context, c frameConn, b *sinkBatch, heard 
 		if err != nil {
 			return err
 		}
+		if f.Type == wire.TypeTokens { // most frames: handled at once, so counted once
+			if err := wire.DecodeFrame(f, &tok, lim); err != nil {
+				return err
+			}
+			e.deliverTokens(f.Stream, &tok, b)
+			heard.Add(2)
+			continue
+		}
 		heard.Add(1) // odd while the frame is handled: a long snapshot is not silence
 		if f.Stream != 0 && controlFrame(f.Type) {
 			return fmt.Errorf("%s on stream %d: %w", f.Type, f.Stream, wire.ErrUnexpectedFrame)
@@ -191,11 +200,6 @@ func (e *Engine) readLoop(ctx context.Context, c frameConn, b *sinkBatch, heard 
 			b.flush() // this frame may take a while (a snapshot, a PONG's write): the tokens go out first
 		}
 		switch f.Type {
-		case wire.TypeTokens:
-			if err := wire.DecodeFrame(f, &tok, lim); err != nil {
-				return err
-			}
-			e.deliverTokens(f.Stream, &tok, b)
 		case wire.TypeError:
 			var m wire.Error
 			if err := wire.DecodeFrame(f, &m, lim); err != nil {
