@@ -64,11 +64,11 @@ func TestEncodeBounded(t *testing.T) {
 	}
 	text := b.String()
 	whole := tok.Encode(nil, text, true)
-	got, over, _ := encodeBounded(tok, text, true, len(whole)+10)
+	got, over, _ := encodeBounded(nil, tok, text, true, len(whole)+10)
 	if over || !slices.Equal(got, whole) {
 		t.Fatalf("under the limit: over %v, %d ids, want %d", over, len(got), len(whole))
 	}
-	_, over, counted := encodeBounded(tok, text, true, 1000)
+	_, over, counted := encodeBounded(nil, tok, text, true, 1000)
 	if !over || counted <= 1000 || counted > len(whole)/4 {
 		t.Fatalf("over the limit: over %v after counting %d of %d", over, counted, len(whole))
 	}

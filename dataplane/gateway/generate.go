@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/kvgate/kvgate/dataplane/api"
@@ -61,6 +60,7 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	} else if r.Path == "/v1/messages" {
 		flavor = api.Anthropic
 	}
+	gr := genRequests.Get().(*genRequest) // genpool.go: given back once its response is over
 	var tokens []uint32
 	var prompt string
 	if e == nil && p.m == nil {
@@ -83,7 +83,7 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	if e == nil {
 		ctx = g.contextLength(p.m, req.Model)
 		t0 := x.now()
-		tokens, prompt, e = g.promptTokens(p.m, req, tenantOf(r), promptCapOf(ctx))
+		tokens, prompt, e = g.promptTokens(gr.ids, p.m, req, tenantOf(r), promptCapOf(ctx))
 		x.tokenized(t0, len(tokens), e)
 	}
 	if e == nil {
@@ -94,18 +94,21 @@ func (g *Gateway) generate(w *httpx.ResponseWriter, r *httpx.Request, reqID stri
 	}
 	if e != nil {
 		x.failed(e)
+		putGenRequest(gr)
 		return writeError(w, flavor, e)
 	}
-	gr := &genRequest{Request: req, id: reqID, tokens: tokens, model: p.m, parser: outputParser(p.m, req, prompt), prompt: prompt, x: x}
+	gr.Request, gr.id, gr.tokens, gr.model, gr.parser, gr.prompt, gr.x = req, reqID, tokens, p.m, outputParser(p.m, req, prompt), prompt, x
+	if req.Kind == api.Completion && !req.Prompt.IsIDs {
+		gr.ids = tokens // encoded into gr.ids's room, or room of their own: gr's either way, kept with it
+	}
 	if status, ok := g.passthrough(w, r, gr, flavor); ok {
-		return status
+		return status // gr is not given back: the relay's goroutine may still read it
 	}
 	if req.N > 1 {
-		return g.fanOut(w, gr)
+		return g.fanOut(w, gr) // nor here: a choice's goroutine may outlive the response
 	}
-	enc := g.encoder(gr)
-	status := g.run(w, gr, enc)
-	putEncoder(enc) // the response is over: nothing reads enc any more
+	status := g.run(w, gr, g.encoder(gr))
+	putGenRequest(gr) // the response is over: nothing reads gr or its encoder any more
 	return status
 }
 
@@ -129,29 +132,15 @@ func (g *Gateway) encoder(req *genRequest) api.Encoder {
 		return &api.ResponsesEncoder{ID: "resp_" + req.id, Model: req.Model, Created: time.Now().Unix(), Stream: req.Stream,
 			PromptTokens: uint32(len(req.tokens))}
 	case api.Chat:
-		e := openAIEncoders.Get().(*api.OpenAIEncoder)
+		e := &req.oai
 		e.Reset(api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
 			Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs})
 		return e
 	}
-	e := openAIEncoders.Get().(*api.OpenAIEncoder)
+	e := &req.oai
 	e.Reset(api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
 		Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs, Echo: g.echo(req)})
 	return e
-}
-
-// openAIEncoders holds the OpenAI encoders of responses that are over
-// (about 450 bytes each, one a request before), with the room their
-// bodies' text took.
-var openAIEncoders = sync.Pool{New: func() any { return new(api.OpenAIEncoder) }}
-
-// putEncoder gives enc back once its response is over; only OpenAI's are
-// pooled.
-func putEncoder(enc api.Encoder) {
-	if e, ok := enc.(*api.OpenAIEncoder); ok {
-		e.Reset(api.OpenAIEncoder{})
-		openAIEncoders.Put(e)
-	}
 }
 
 // echo is a completion's prompt text when the client asked for it back:
@@ -169,13 +158,14 @@ func (g *Gateway) echo(req *genRequest) string {
 // promptTokens tokenizes the request's prompt with model m's tokenizer,
 // or renders and tokenizes its conversation (returning the rendered text
 // too, continuing tenant's earlier turns: chatPrompt), giving up as soon
-// as it is over limit (promptCap).
-func (g *Gateway) promptTokens(m *Model, req *api.Request, tenant string, limit int) ([]uint32, string, *api.Error) {
+// as it is over limit (promptCap). A completion's ids take dst's room when
+// it has enough.
+func (g *Gateway) promptTokens(dst []uint32, m *Model, req *api.Request, tenant string, limit int) ([]uint32, string, *api.Error) {
 	if req.Kind != api.Completion {
 		return g.chatPrompt(m, &req.Conversation, limit, req, tenant)
 	}
 	if !req.Prompt.IsIDs {
-		ids, over, counted := encodeBounded(m.Tok, req.Prompt.Text, true, limit)
+		ids, over, counted := encodeBounded(dst, m.Tok, req.Prompt.Text, true, limit)
 		if over {
 			return nil, "", g.overPrompt(m, req, counted)
 		}

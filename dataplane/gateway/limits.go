@@ -133,11 +133,12 @@ const (
 	windowSlack = 8
 )
 
-// encodeBounded tokenizes text, or stops and reports over (with the
-// count so far) once text surely has more than limit tokens.
-func encodeBounded(tok *tokenize.Tokenizer, text string, addSpecial bool, limit int) (ids []uint32, over bool, counted int) {
+// encodeBounded tokenizes text into dst's room (or room of its own when
+// dst has too little), or stops and reports over (with the count so far)
+// once text surely has more than limit tokens.
+func encodeBounded(dst []uint32, tok *tokenize.Tokenizer, text string, addSpecial bool, limit int) (ids []uint32, over bool, counted int) {
 	if len(text) <= bytesPerTokenBound*limit {
-		return tok.Encode(idsFor(text), text, addSpecial), false, 0
+		return tok.Encode(idsFor(dst, text), text, addSpecial), false, 0
 	}
 	var scratch []uint32
 	windows := 0
@@ -151,14 +152,18 @@ func encodeBounded(tok *tokenize.Tokenizer, text string, addSpecial bool, limit 
 		}
 		pos = end
 	}
-	return tok.Encode(idsFor(text), text, addSpecial), false, 0
+	return tok.Encode(idsFor(dst, text), text, addSpecial), false, 0
 }
 
-// idsFor is room for text's ids, allocated once: a token holds 3 or more
-// bytes of most text (about 4.5 of English), where growing from nil
-// allocated 4 times for a 12-token prompt.
-func idsFor(text string) []uint32 {
-	return make([]uint32, 0, len(text)/3+8)
+// idsFor is room for text's ids: dst emptied when it has enough, else
+// allocated once: a token holds 3 or more bytes of most text (about 4.5
+// of English), where growing from nil allocated 4 times for a 12-token
+// prompt.
+func idsFor(dst []uint32, text string) []uint32 {
+	if n := len(text)/3 + 8; cap(dst) < n {
+		return make([]uint32, 0, n)
+	}
+	return dst[:0]
 }
 
 // cutWindow returns the end of the window from pos: about countWindow

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/kvgate/kvgate/dataplane/api"
@@ -33,10 +32,8 @@ type output struct {
 	flavor  api.Flavor
 	started bool
 	buf     []byte // reused: Chunk copies what it sends
+	body    []byte // a whole body's, kept with a pooled request (genpool.go)
 }
-
-// bodyBufs holds buffers whole (non-streamed) bodies are encoded into.
-var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (o *output) goneC() <-chan struct{} { return o.w.Gone() }
 
@@ -75,16 +72,12 @@ func (o *output) delta(p api.Piece) error {
 // finish ends the response.
 func (o *output) finish(e api.End) error {
 	if !o.enc.Streaming() {
-		// The writer copies the body once, after the head: its buffer
-		// goes back to the pool at once (a body built from nil grew 4-5
-		// times, 12% of the bytes a 1-token completion allocated under wrk).
-		b := bodyBufs.Get().(*[]byte)
-		*b = o.enc.Close((*b)[:0], e)
-		err := finishJSON(o.w, 200, *b)
-		if cap(*b) <= 64<<10 {
-			bodyBufs.Put(b)
-		}
-		return err
+		// The writer copies the body once, after the head: its buffer is
+		// reused by the next request that takes this one's genRequest (a
+		// body built from nil grew 4-5 times, 12% of the bytes a 1-token
+		// completion allocated under wrk).
+		o.body = o.enc.Close(o.body[:0], e)
+		return finishJSON(o.w, 200, o.body)
 	}
 	if err := o.chunk(o.enc.Close(o.buf[:0], e)); err != nil {
 		return err

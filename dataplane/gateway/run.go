@@ -33,11 +33,14 @@ type genRequest struct {
 	// when nothing does.
 	x *exchange
 	// The request's GENERATE, routing request and client output, filled
-	// in by generate, serveOn and run: held here, they come in the
-	// request's one allocation.
+	// in by generate, serveOn and run, and its OpenAI encoder (encoder)
+	// and prompt ids' room (promptTokens): held here, they come in the
+	// request's one object, which genRequests keeps with its buffers.
 	gen wire.Generate
 	rr  route.Request
 	out output
+	oai api.OpenAIEncoder
+	ids []uint32
 }
 
 // generate is the GENERATE frame of req, without an engine's model or
@@ -66,7 +69,7 @@ func readOnlyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), 
 // status. An engine that fails before the first token costs the client
 // nothing: the request is routed again, up to g.Retries times.
 func (g *Gateway) run(w *httpx.ResponseWriter, req *genRequest, enc api.Encoder) int {
-	req.out = output{w: w, enc: enc, flavor: req.Kind.Flavor()}
+	req.out = output{w: w, enc: enc, flavor: req.Kind.Flavor(), body: req.out.body[:0]}
 	return g.serveOn(req, &req.out)
 }
 

@@ -86,7 +86,7 @@ func (g *Gateway) chatPrompt(m *Model, c *api.Conversation, limit int, req *api.
 	if limit <= 0 || len(p.Text) <= bytesPerTokenBound*limit {
 		return p.Encode(nil), p.Text, nil
 	}
-	ids, over, counted := encodeBounded(m.Tok, p.Text, false, limit)
+	ids, over, counted := encodeBounded(nil, m.Tok, p.Text, false, limit)
 	if over {
 		return nil, "", g.overPrompt(m, req, counted)
 	}
