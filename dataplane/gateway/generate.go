@@ -133,12 +133,12 @@ func (g *Gateway) encoder(req *genRequest) api.Encoder {
 			PromptTokens: uint32(len(req.tokens))}
 	case api.Chat:
 		e := &req.oai
-		e.Reset(api.OpenAIEncoder{ID: "chatcmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(), Chat: true,
+		e.Reset(api.OpenAIEncoder{ID: req.responseID("chatcmpl-"), Model: req.Model, Created: time.Now().Unix(), Chat: true,
 			Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs})
 		return e
 	}
 	e := &req.oai
-	e.Reset(api.OpenAIEncoder{ID: "cmpl-" + req.id, Model: req.Model, Created: time.Now().Unix(),
+	e.Reset(api.OpenAIEncoder{ID: req.responseID("cmpl-"), Model: req.Model, Created: time.Now().Unix(),
 		Stream: req.Stream, IncludeUsage: req.IncludeUsage, Logprobs: req.Extras.Logprobs, Echo: g.echo(req)})
 	return e
 }

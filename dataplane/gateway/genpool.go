@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/kvgate/kvgate/dataplane/api"
 )
@@ -19,18 +20,30 @@ var genRequests = sync.Pool{New: func() any { return new(genRequest) }}
 // maxKeptRoom bounds what a pooled genRequest keeps of each buffer.
 const maxKeptRoom = 64 << 10
 
+// responseID is the response's id, prefix and the request's, in gr's own
+// room, no allocation: only the encoder holds it, and only while gr serves
+// this request (gr is given back once the response is over; a fan-out's
+// choices, which copy the encoder, run on a genRequest never given back).
+func (gr *genRequest) responseID(prefix string) string {
+	gr.respID = append(append(gr.respID[:0], prefix...), gr.id...)
+	return unsafe.String(unsafe.SliceData(gr.respID), len(gr.respID))
+}
+
 // putGenRequest gives gr back: every reference dropped, its buffers (of a
 // bounded size) kept.
 func putGenRequest(gr *genRequest) {
 	gr.oai.Reset(api.OpenAIEncoder{})
-	oai, body, ids := gr.oai, gr.out.body[:0], gr.ids
+	oai, body, ids, respID := gr.oai, gr.out.body[:0], gr.ids, gr.respID[:0]
 	if cap(body) > maxKeptRoom {
 		body = nil
 	}
 	if cap(ids) > maxKeptRoom/4 {
 		ids = nil
 	}
-	*gr = genRequest{oai: oai, ids: ids[:0]}
+	if cap(respID) > maxKeptRoom {
+		respID = nil
+	}
+	*gr = genRequest{oai: oai, ids: ids[:0], respID: respID}
 	gr.out.body = body
 	genRequests.Put(gr)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestPutGenRequestForgetsRequest: a genRequest given back keeps only its
-// buffers' room (body, prompt ids, the encoder's text), nothing of the
+// buffers' room (body, prompt ids, response id, the encoder's text), nothing of the
 // request it served, so the next request that takes it starts as from a
 // new one; and what is too large is not kept.
 func TestPutGenRequestForgetsRequest(t *testing.T) {
@@ -19,15 +19,19 @@ func TestPutGenRequestForgetsRequest(t *testing.T) {
 	gr.gen = wire.Generate{MaxTokens: 5, Prompt: wire.TokensOf(gr.tokens)}
 	gr.rr.Model, gr.rr.Tokens = "m", gr.tokens
 	gr.out = output{enc: &gr.oai, started: true, buf: []byte("x"), body: append(make([]byte, 0, 512), "old body"...)}
-	gr.oai.Reset(api.OpenAIEncoder{ID: "cmpl-r1", Model: "m", Echo: "e"})
+	if id := gr.responseID("cmpl-"); id != "cmpl-r1" {
+		t.Fatalf("response id %q", id)
+	}
+	gr.oai.Reset(api.OpenAIEncoder{ID: gr.responseID("chatcmpl-"), Model: "m", Echo: "e"})
 	gr.oai.Delta(nil, api.Piece{Kind: api.PieceText, Text: "old text"})
 	putGenRequest(gr)
 
 	kept := *gr
-	if cap(kept.out.body) != 512 || len(kept.out.body) != 0 || cap(kept.ids) != 40 || len(kept.ids) != 0 {
-		t.Fatalf("buffers not kept empty: body %d/%d, ids %d/%d", len(kept.out.body), cap(kept.out.body), len(kept.ids), cap(kept.ids))
+	if cap(kept.out.body) != 512 || len(kept.out.body) != 0 || cap(kept.ids) != 40 || len(kept.ids) != 0 || cap(kept.respID) == 0 || len(kept.respID) != 0 {
+		t.Fatalf("buffers not kept empty: body %d/%d, ids %d/%d, response id %d/%d", len(kept.out.body), cap(kept.out.body),
+			len(kept.ids), cap(kept.ids), len(kept.respID), cap(kept.respID))
 	}
-	kept.out.body, kept.ids, kept.oai = nil, nil, api.OpenAIEncoder{}
+	kept.out.body, kept.ids, kept.respID, kept.oai = nil, nil, nil, api.OpenAIEncoder{}
 	if !reflect.ValueOf(kept).IsZero() {
 		t.Fatalf("request state left: %+v", kept)
 	}

@@ -21,8 +21,9 @@ import (
 // body text kept and a whole response's text not copied for its parser,
 // 19 with the request's first header fields and its response's writer in
 // the request's allocation (httpx), 17 with the gateway's request state
-// (its encoder, body buffer and prompt ids' room) pooled (genpool.go).
-const completionRequestAllocs = 18
+// (its encoder, body buffer and prompt ids' room) pooled (genpool.go), 16
+// with the response's id in that state's room.
+const completionRequestAllocs = 17
 
 // TestCompletionRequestAllocs holds a request's allocations, the whole
 // process's, under completionRequestAllocs: a change that adds some back

@@ -41,6 +41,8 @@ type genRequest struct {
 	out output
 	oai api.OpenAIEncoder
 	ids []uint32
+	// respID is the room of the response's id (responseID).
+	respID []byte
 }
 
 // generate is the GENERATE frame of req, without an engine's model or
