@@ -1,6 +1,9 @@
 package api
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // OpenAIEncoder encodes Completions and Chat Completions responses and
 // their server-sent event streams. A chat's reasoning goes out as
@@ -52,6 +55,16 @@ func (o *OpenAIEncoder) Reset(c OpenAIEncoder) {
 	text, reasoning := keptRoom(o.all.Text), keptRoom(o.all.Reasoning)
 	*o = c
 	o.all = Collect{Text: text, Reasoning: reasoning}
+}
+
+// Clone is a copy of o that shares none of its buffers, for an encoder
+// run beside o (a choice of several, each on its own goroutine): a plain
+// copy of a Reset encoder would append to the same kept room.
+func (o *OpenAIEncoder) Clone() *OpenAIEncoder {
+	c := *o
+	c.all = Collect{Text: slices.Clone(o.all.Text), Reasoning: slices.Clone(o.all.Reasoning), Calls: slices.Clone(o.all.Calls)}
+	c.pending, c.tail, c.order = slices.Clone(o.pending), slices.Clone(o.tail), slices.Clone(o.order)
+	return &c
 }
 
 // keptRoom is b emptied for reuse, or nil when it is too large to keep.

@@ -41,3 +41,23 @@ func TestOpenAIEncoderResetForgetsResponse(t *testing.T) {
 		t.Fatalf("collecting a body in a Reset encoder: %v allocations, want 0", allocs)
 	}
 }
+
+// TestOpenAIEncoderCloneSharesNoRoom: a clone of a Reset encoder (whose
+// kept room a plain copy would share) collects its own text: neither
+// encoder's body shows the other's.
+func TestOpenAIEncoderCloneSharesNoRoom(t *testing.T) {
+	o := &OpenAIEncoder{ID: "cmpl-1", Model: "m"}
+	o.Delta(nil, Piece{Kind: PieceText, Text: "a first answer, long enough to leave room"})
+	o.Reset(OpenAIEncoder{ID: "cmpl-2", Model: "m"})
+	c := o.Clone()
+	c.Index, c.Part = 1, true
+	o.Delta(nil, Piece{Kind: PieceText, Text: "mine"})
+	c.Delta(nil, Piece{Kind: PieceText, Text: "theirs"})
+	end := End{Finish: FinishStop}
+	if body := o.Close(nil, end); !bytes.Contains(body, []byte(`"text":"mine"`)) {
+		t.Fatalf("original: %s", body)
+	}
+	if body := c.Close(nil, end); !bytes.Contains(body, []byte(`"text":"theirs"`)) {
+		t.Fatalf("clone: %s", body)
+	}
+}

@@ -103,9 +103,9 @@ func (g *Gateway) fanOut(w *httpx.ResponseWriter, req *genRequest) int {
 	events := make(chan choiceEvent, 4*req.N)
 	done := make(chan struct{})
 	for i := range req.N {
-		enc := *base
+		enc := base.Clone() // base keeps a pooled encoder's room (genpool.go), which the choices must not share
 		enc.Index, enc.Part = i, true
-		go g.serveOn(g.choiceOf(req, i), &choiceSink{index: i, enc: &enc, events: events, done: done})
+		go g.serveOn(g.choiceOf(req, i), &choiceSink{index: i, enc: enc, events: events, done: done})
 	}
 	f := fan{w: w, base: base, bodies: make([][]byte, req.N)}
 	f.collect(events, done, req.N)
