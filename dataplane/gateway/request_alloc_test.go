@@ -59,7 +59,9 @@ func TestRequestStepAllocs(t *testing.T) {
 		max  float64
 		step func()
 	}{
-		{"prompt ids", 1, func() { _, _, _ = encodeBounded(nil, tok, "Hello, how are you today? Tell me about routers.", true, 1000) }},
+		{"prompt ids", 1, func() {
+			_, _, _ = encodeBounded(nil, tok, "Hello, how are you today? Tell me about routers.", true, 1000)
+		}},
 		{"output parser", 0, func() { parserKept = outputParser(mod, req, "") }},
 		{"stop matcher", 0, func() { stopsKept = api.NewStopMatcher(nil) }},
 		{"metrics", 0, func() {
