@@ -162,8 +162,11 @@ func goodStream(base, content string) error {
 	if err != nil || resp.StatusCode != 200 {
 		return fmt.Errorf("status %d, %v: %.200s", resp.StatusCode, err, body)
 	}
-	if s := strings.TrimSpace(string(body)); !strings.HasSuffix(s, "data: [DONE]") || strings.Contains(s, `"error"`) {
+	if s := strings.TrimSpace(string(body)); !strings.HasSuffix(s, "data: [DONE]") {
 		return fmt.Errorf("stream did not complete: %.300s", s[max(0, len(s)-300):])
+	}
+	if ev := sseError(body); ev != "" {
+		return fmt.Errorf("stream failed: %.300s", ev)
 	}
 	return nil
 }
