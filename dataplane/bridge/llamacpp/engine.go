@@ -1,7 +1,6 @@
 package llamacpp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
@@ -159,7 +157,7 @@ func (e *Engine) Idle() bool { return e.reqs.Idle() }
 func (e *Engine) run(ctx context.Context, r *relay, body *completionRequest) {
 	defer e.reqs.Done(r.k)
 	b, _ := json.Marshal(body)
-	req, err := completionPost(ctx, e.URL, b, r.id)
+	req, err := bridgeutil.GenerationPost(ctx, e.URL+"/completion", b)
 	if err != nil {
 		e.Out.Fail(r.k, wire.CodeStreamFailed, err.Error())
 		return
@@ -189,19 +187,4 @@ func (e *Engine) run(ctx context.Context, r *relay, body *completionRequest) {
 		bridgeutil.Broken(e.Out, ctx, r.k, wire.CodeStreamFailed, "llama.cpp's stream ended before its last event: "+err.Error())
 	}
 	r.orphan()
-}
-
-// completionPost is the POST /completion of the bridge's request id. It
-// carries an Idempotency-Key, so that net/http sends it again on a fresh
-// connection when llama-server closed the reused one before it answered
-// (it does so only for requests it may take as idempotent). Asking again
-// is safe: a completion changes nothing on the server but its cache.
-func completionPost(ctx context.Context, url string, body []byte, id uint64) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/completion", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "kvgate-llamacpp-"+strconv.FormatUint(id, 10))
-	return req, nil
 }

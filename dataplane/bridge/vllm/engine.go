@@ -163,12 +163,11 @@ func (e *Engine) run(ctx context.Context, k serve.Key, body *completionRequest, 
 // stream and reports false.
 func (e *Engine) post(ctx context.Context, k serve.Key, path string, body any, rank int) (*http.Response, bool) {
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, "POST", e.URL+path, bytes.NewReader(b))
+	req, err := bridgeutil.GenerationPost(ctx, e.URL+path, b) // asked again if a reused connection was closed
 	if err != nil {
 		e.Out.Fail(k, wire.CodeStreamFailed, err.Error())
 		return nil, false
 	}
-	req.Header.Set("Content-Type", "application/json")
 	wire.SetTraceHeaders(ctx, req.Header) // the GENERATE's trace section as W3C traceparent/tracestate
 	setRank(req.Header, rank)
 	resp, err := e.Client.Do(req)

@@ -1,4 +1,4 @@
-package llamacpp
+package bridgeutil
 
 import (
 	"context"
@@ -8,16 +8,14 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-
-	"github.com/kvgate/kvgate/dataplane/bridge/bridgeutil"
 )
 
-// TestCompletionPostRetriedOnClosedReuse: a server that hangs up on a
+// TestGenerationPostRetriedOnClosedReuse: a server that hangs up on a
 // kept-alive connection instead of answering its next request (an idle
-// close racing the reuse) costs the completion nothing: the bridge's
+// close racing the reuse) costs a generation nothing: a bridge's
 // client asks again on a fresh connection. Without the Idempotency-Key
 // the same POST fails with EOF.
-func TestCompletionPostRetriedOnClosedReuse(t *testing.T) {
+func TestGenerationPostRetriedOnClosedReuse(t *testing.T) {
 	var mu sync.Mutex
 	served := map[string]int{} // requests answered per client connection
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,9 +37,9 @@ func TestCompletionPostRetriedOnClosedReuse(t *testing.T) {
 	defer srv.Close()
 
 	for _, keyed := range []bool{true, false} {
-		c := bridgeutil.NewHTTPClient()
-		do := func(id uint64) error {
-			req, err := completionPost(context.Background(), srv.URL, []byte(`{"prompt":[1]}`), id)
+		c := NewHTTPClient()
+		do := func() error {
+			req, err := GenerationPost(context.Background(), srv.URL+"/completion", []byte(`{"prompt":[1]}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,10 +53,10 @@ func TestCompletionPostRetriedOnClosedReuse(t *testing.T) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			return resp.Body.Close()
 		}
-		if err := do(1); err != nil {
+		if err := do(); err != nil {
 			t.Fatal(err)
 		}
-		err := do(2) // on the kept-alive connection, which the server drops
+		err := do() // on the kept-alive connection, which the server drops
 		if keyed && err != nil {
 			t.Fatalf("with the key, the second request failed: %v", err)
 		}
