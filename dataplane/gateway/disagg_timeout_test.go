@@ -1,76 +1,20 @@
 package gateway
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvgate/kvgate/wire"
-	wireserve "github.com/kvgate/kvgate/wire/serve"
 )
 
-// silentDecode is a decode engine that takes every hand-off and never
-// answers it, as one whose KV transfer never lands (a lost RDMA read, a
-// hung engine): no frame comes on the stream until the router cancels it.
-type silentDecode struct {
-	srv *wireserve.Server
-
-	mu                   sync.Mutex
-	generated, cancelled int
-	reason               string // what was wrong with a GENERATE, if anything
-}
-
-// startSilentDecode serves a silentDecode on a loopback port as decode-0.
-func startSilentDecode(t *testing.T) (*silentDecode, string) {
-	t.Helper()
-	b := &silentDecode{}
-	b.srv = wireserve.New(wireserve.Config{Handshake: wire.Handshake{Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained,
-		ID: "decode-0", Features: wire.FeatureSnapshot | wire.RoleDecode.Features(), BlockSize: 16, MaxBatchedTokens: 8192,
-		Models: []string{model}}}, b)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = b.srv.Serve(ln) }()
-	t.Cleanup(b.srv.Close)
-	return b, ln.Addr().String()
-}
-
-// Generate takes a decode-side hand-off (and notes anything else).
-func (b *silentDecode) Generate(_ wireserve.Key, g *wire.Generate) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.generated++
+// notDecodeHandoff is what is wrong with g as a decode engine's GENERATE:
+// it must be a decode-side hand-off from prefill-0.
+func notDecodeHandoff(g *wire.Generate) string {
 	if g.Flags&wire.GenHandoff == 0 || g.Handoff.Side != wire.HandoffDecode || len(g.KVTransfer) == 0 || string(g.Handoff.Peer) != "prefill-0" {
-		b.reason = "not a decode-side hand-off from prefill-0"
+		return "not a decode-side hand-off from prefill-0"
 	}
-	return nil
-}
-
-// Cancel counts the router's cancel of a stream.
-func (b *silentDecode) Cancel(wireserve.Key) {
-	b.mu.Lock()
-	b.cancelled++
-	b.mu.Unlock()
-}
-
-// Load reports an idle engine.
-func (b *silentDecode) Load() []wire.Load { return []wire.Load{{}} }
-
-// Snapshot answers with an empty cache.
-func (b *silentDecode) Snapshot(conn uint64, id uint32) {
-	_ = b.srv.SendTo(conn, &wire.Snapshot{SnapshotID: id, Last: true})
-}
-
-// Idle reports that nothing runs.
-func (b *silentDecode) Idle() bool { return true }
-
-func (b *silentDecode) counts() (generated, cancelled int, reason string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.generated, b.cancelled, b.reason
+	return ""
 }
 
 // TestSplitTransferTimeout: a transfer that never lands (the decode
@@ -81,7 +25,7 @@ func (b *silentDecode) counts() (generated, cancelled int, reason string) {
 // reservations are released. The decode engine never answering, the
 // transfer timeout fires whatever its length: nothing here races a clock.
 func TestSplitTransferTimeout(t *testing.T) {
-	dec, addr := startSilentDecode(t)
+	dec, addr := startSilentEngine(t, "decode-0", wire.FeatureSnapshot|wire.RoleDecode.Features(), notDecodeHandoff) // a decode engine whose KV transfer never lands
 	f := startSplitFleetWith(t, splitOpts{decodeAddr: addr, gateway: func(g *Gateway) { g.TransferTimeout = 200 * time.Millisecond }})
 	for i, tc := range []struct {
 		name, path, body string

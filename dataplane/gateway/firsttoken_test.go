@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,64 +12,7 @@ import (
 	"github.com/kvgate/kvgate/kvstore"
 	"github.com/kvgate/kvgate/perf/sim/simtest"
 	"github.com/kvgate/kvgate/wire"
-	wireserve "github.com/kvgate/kvgate/wire/serve"
 )
-
-// silentEngine takes every GENERATE and never answers it, as a hung
-// engine: no frame comes on the stream until the router cancels it.
-type silentEngine struct {
-	srv *wireserve.Server
-
-	mu                   sync.Mutex
-	generated, cancelled int
-}
-
-// startSilentEngine serves a silentEngine on a loopback port as silent-0.
-func startSilentEngine(t *testing.T) (*silentEngine, string) {
-	t.Helper()
-	b := &silentEngine{}
-	b.srv = wireserve.New(wireserve.Config{Handshake: wire.Handshake{Role: wire.RoleEngine, HashScheme: wire.HashXXH3Chained,
-		ID: "silent-0", Features: wire.FeatureSnapshot, BlockSize: 16, MaxBatchedTokens: 8192, Models: []string{model}}}, b)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = b.srv.Serve(ln) }()
-	t.Cleanup(b.srv.Close)
-	return b, ln.Addr().String()
-}
-
-// Generate takes a request and sends nothing for it.
-func (b *silentEngine) Generate(wireserve.Key, *wire.Generate) error {
-	b.mu.Lock()
-	b.generated++
-	b.mu.Unlock()
-	return nil
-}
-
-// Cancel counts the router's cancel of a stream.
-func (b *silentEngine) Cancel(wireserve.Key) {
-	b.mu.Lock()
-	b.cancelled++
-	b.mu.Unlock()
-}
-
-// Load reports an idle engine.
-func (b *silentEngine) Load() []wire.Load { return []wire.Load{{}} }
-
-// Snapshot answers with an empty cache.
-func (b *silentEngine) Snapshot(conn uint64, id uint32) {
-	_ = b.srv.SendTo(conn, &wire.Snapshot{SnapshotID: id, Last: true})
-}
-
-// Idle reports that nothing runs.
-func (b *silentEngine) Idle() bool { return true }
-
-func (b *silentEngine) counts() (generated, cancelled int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.generated, b.cancelled
-}
 
 // TestFirstTokenTimeout: a request whose engine never sends its first
 // token is answered 504 in the API's own shape, streamed or not, and its
@@ -79,7 +20,7 @@ func (b *silentEngine) counts() (generated, cancelled int) {
 // whatever its length and however late a tick notices it: nothing here
 // races a clock.
 func TestFirstTokenTimeout(t *testing.T) {
-	eng, addr := startSilentEngine(t)
+	eng, addr := startSilentEngine(t, "silent-0", wire.FeatureSnapshot, nil)
 	tok, err := tokenize.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +42,7 @@ func TestFirstTokenTimeout(t *testing.T) {
 			if resp.StatusCode != 504 || !strings.HasPrefix(out, `{"error":{`) || !strings.Contains(out, tc.shape) || !strings.Contains(out, "no first token from the engine in time") {
 				t.Fatalf("%d: %s", resp.StatusCode, out)
 			}
-			waitFor(t, func() bool { g, c := eng.counts(); return g == i+1 && c == i+1 })
+			waitFor(t, func() bool { g, c, _ := eng.counts(); return g == i+1 && c == i+1 })
 		})
 	}
 	waitInflightZero(t, tg.srv)
