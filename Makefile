@@ -40,10 +40,10 @@ run: build
 	@echo "       curl -sN localhost:8080/v1/messages -d '{\"model\":\"Qwen/Qwen3-8B\",\"max_tokens\":16,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'"
 	./bin/kvgate --listen 127.0.0.1:8080 --sim-engines 4
 
-# A fresh machine builds llama-server first (5-12 minutes of both cores).
+# A fresh machine builds llama-server first (6-12 minutes of both cores).
 # The build starts at once, niced, in the background, and takes the CPU
-# the steps that do not run it leave idle (vet, cross, fuzz-short and
-# bench-once are 10-60% idle on two cores); race and e2e, which run it,
+# the steps that do not run it leave idle (vet, cross and fuzz-short leave
+# about a fifth of two cores, bench-once about half); race and e2e, which run it,
 # wait for it (the build script's lock) and then run. Where the binary is
 # cached, the background start returns at once.
 test:
