@@ -59,9 +59,21 @@ func (m *MediaChunk) Decode(p []byte, _ *Limits) error {
 // SendGenerate sends g on stream: its GENERATE frame, then, when g has
 // media, the items' bytes in MEDIA frames of at most MediaChunkSize, in
 // order, each written as soon as the connection takes it (other streams'
-// frames may come between them). Use it for every GENERATE: callers fill
-// Generate.MMItems and Generate.Media and never build MEDIA frames.
+// frames may come between them). Use it (or QueueGenerate) for every
+// GENERATE: callers fill Generate.MMItems and Generate.Media and never
+// build MEDIA frames.
 func (w *Writer) SendGenerate(stream uint32, g *Generate) error {
+	if err := w.QueueGenerate(stream, g); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// QueueGenerate is SendGenerate without the last Flush: a GENERATE
+// without media is only queued, and leaves with the next Flush of any
+// sender on the connection; its MEDIA frames, if any, are written as
+// SendGenerate writes them.
+func (w *Writer) QueueGenerate(stream uint32, g *Generate) error {
 	if err := w.Queue(stream, g); err != nil {
 		return err
 	}
@@ -74,5 +86,5 @@ func (w *Writer) SendGenerate(stream uint32, g *Generate) error {
 			}
 		}
 	}
-	return w.Flush()
+	return nil
 }

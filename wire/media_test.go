@@ -355,3 +355,49 @@ func TestMediaDecodeNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueGenerateWaitsForFlush: QueueGenerate writes nothing for a
+// GENERATE without media; two of them leave in the one write of the next
+// Flush, in order, and decode back.
+func TestQueueGenerateWaitsForFlush(t *testing.T) {
+	var cw writeCounter
+	w := NewWriter(&cw)
+	g := &Generate{RequestID: []byte("r"), Model: []byte("m"), MaxTokens: 16, TopP: 1, DPRank: AnyRank, Prompt: TokensOf(seqTokens(16))}
+	for _, stream := range []uint32{3, 5} {
+		if err := w.QueueGenerate(stream, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cw.writes != 0 {
+		t.Fatalf("%d writes before Flush, want 0", cw.writes)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if cw.writes != 1 {
+		t.Fatalf("%d writes for two queued GENERATEs, want 1", cw.writes)
+	}
+	lim := DefaultLimits()
+	r := NewReader(&cw.buf, &lim)
+	for _, stream := range []uint32{3, 5} {
+		f, err := r.ReadFrame()
+		if err != nil || f.Type != TypeGenerate || f.Stream != stream {
+			t.Fatalf("frame %v on stream %d, err %v; want GENERATE on %d", f.Type, f.Stream, err, stream)
+		}
+		var g Generate
+		if err := DecodeFrame(f, &g, &lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeCounter is a bytes.Buffer that counts its writes.
+type writeCounter struct {
+	buf    bytes.Buffer
+	writes int
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.buf.Write(p)
+}
