@@ -201,7 +201,8 @@ func (t *Tokenizer) Decode(dst []byte, ids []uint32, skipSpecial bool) []byte {
 	if t.dec != nil {
 		return append(dst, t.decodeChain(ids, skipSpecial)...)
 	}
-	return t.bytes().appendIDs(dst, ids, skipSpecial)
+	dst, _ = t.bytes().appendIDs(dst, ids, skipSpecial)
+	return dst
 }
 
 // decodeChain runs a SentencePiece-style decoder over the ids' tokens;

@@ -1,6 +1,9 @@
 package tokenize
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // byteTable is a byte-level vocabulary's decoding laid flat, one uint64 an
 // id, so that detokenizing a token is one load and, for most tokens, no
@@ -9,9 +12,12 @@ import "encoding/binary"
 // points at.
 //
 //	entry, inline (the token's bytes fit in 7):
-//	| bytes 1-7: the token's bytes, low to high | byte 0: special<<7 | length (0-7) |
+//	| bytes 1-7: the token's bytes, low to high | byte 0: special<<7 | whole<<5 | length (0-7) |
 //	entry, long (bit 6 of byte 0 set):
-//	| bits 40-63: length | bits 8-39: offset into long | byte 0: special<<7 | 1<<6 |
+//	| bits 40-63: length | bits 8-39: offset into long | byte 0: special<<7 | 1<<6 | whole<<5 |
+//
+// whole marks a token whose bytes are valid UTF-8 by themselves: text made
+// only of such tokens needs no check for split or invalid sequences.
 //
 // An id's bytes are what Decode gives it: an added token's content (none
 // when special ones are skipped and it is special), otherwise its
@@ -24,6 +30,7 @@ type byteTable struct {
 const (
 	entrySpecial = 1 << 7
 	entryLong    = 1 << 6
+	entryWhole   = 1 << 5
 	entryLenMask = 7
 )
 
@@ -42,6 +49,9 @@ func (t *Tokenizer) buildByteTable() byteTable {
 		var e uint64
 		if special {
 			e = entrySpecial
+		}
+		if utf8.Valid(b) {
+			e |= entryWhole
 		}
 		if len(b) <= 7 {
 			var word [8]byte
@@ -68,8 +78,10 @@ func (t *Tokenizer) tokenOf(id uint32) (b []byte, special bool) {
 	return nil, false
 }
 
-// appendIDs appends the bytes of ids.
-func (tab *byteTable) appendIDs(dst []byte, ids []uint32, skipSpecial bool) []byte {
+// appendIDs appends the bytes of ids, and reports whether each token it
+// appended is whole (valid UTF-8 by itself).
+func (tab *byteTable) appendIDs(dst []byte, ids []uint32, skipSpecial bool) ([]byte, bool) {
+	whole := uint64(entryWhole)
 	for _, id := range ids {
 		if int(id) >= len(tab.entries) {
 			continue
@@ -78,6 +90,7 @@ func (tab *byteTable) appendIDs(dst []byte, ids []uint32, skipSpecial bool) []by
 		if skipSpecial && e&entrySpecial != 0 {
 			continue
 		}
+		whole &= e
 		if e&entryLong == 0 {
 			var word [8]byte
 			binary.LittleEndian.PutUint64(word[:], e)
@@ -87,5 +100,5 @@ func (tab *byteTable) appendIDs(dst []byte, ids []uint32, skipSpecial bool) []by
 		off, n := uint32(e>>8), int(e>>40)
 		dst = append(dst, tab.long[off:int(off)+n]...)
 	}
-	return dst
+	return dst, whole != 0
 }

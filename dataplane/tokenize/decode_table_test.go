@@ -24,10 +24,11 @@ func decodeByMaps(t *Tokenizer, dst []byte, ids []uint32, skipSpecial bool) []by
 }
 
 // TestByteTableEveryID decodes every id of the built-in byte-level
-// vocabulary, and ids past it, both ways.
+// vocabulary, and ids past it, both ways, and checks that exactly the ids
+// whose bytes are valid UTF-8 by themselves are marked whole.
 func TestByteTableEveryID(t *testing.T) {
 	tok := builtin(t)
-	long := 0
+	long, broken := 0, 0
 	for id := uint32(0); id < uint32(tok.VocabSize())+8; id++ {
 		for _, skip := range []bool{false, true} {
 			got := tok.Decode(nil, []uint32{id}, skip)
@@ -37,7 +38,16 @@ func TestByteTableEveryID(t *testing.T) {
 			if len(got) > 7 {
 				long++
 			}
+			if _, whole := tok.bytes().appendIDs(nil, []uint32{id}, skip); whole != utf8.Valid(got) {
+				t.Fatalf("id %d (skip special %v): %q marked whole %v", id, skip, got, whole)
+			}
+			if !utf8.Valid(got) {
+				broken++
+			}
 		}
+	}
+	if broken == 0 {
+		t.Fatal("every id is valid UTF-8 by itself: the held-back path went untested")
 	}
 	if long == 0 {
 		t.Fatal("no id longer than an inline entry: the long layout went untested")

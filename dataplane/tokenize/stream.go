@@ -79,10 +79,14 @@ func (s *Stream) Next(dst []byte, ids []uint32) []byte {
 	}
 	// The bytes held back and the ids' bytes go straight into dst; an
 	// unfinished sequence at the end goes back to pending, and only text
-	// that is not valid UTF-8 is rewritten.
+	// that is not valid UTF-8 is rewritten. Whole tokens after nothing
+	// held back, most of any text, need neither.
 	start := len(dst)
 	dst = append(dst, s.pending...)
-	dst = s.t.bytes().appendIDs(dst, ids, s.skipSpecial)
+	dst, whole := s.t.bytes().appendIDs(dst, ids, s.skipSpecial)
+	if whole && len(s.pending) == 0 {
+		return dst
+	}
 	keep := incompleteTail(dst[start:])
 	s.pending = append(s.pending[:0], dst[len(dst)-keep:]...)
 	dst = dst[:len(dst)-keep]
