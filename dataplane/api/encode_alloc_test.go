@@ -157,3 +157,22 @@ func BenchmarkStreamDelta(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendJSONString escapes token-sized pieces of text as the
+// streamed deltas do: mostly ASCII words, some accented and CJK text, the
+// odd quote or newline.
+func BenchmarkAppendJSONString(b *testing.B) {
+	pieces := []string{" the", " router", ",", " café", "\n", " \"quoted\"", " 日本", "語", " tokens", " per", " second", "."}
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	dst := make([]byte, 0, 64)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range pieces {
+			dst = appendJSONString(dst[:0], p)
+		}
+	}
+}
