@@ -2,6 +2,7 @@ package tokenize
 
 import (
 	"encoding/binary"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -92,9 +93,15 @@ func (tab *byteTable) appendIDs(dst []byte, ids []uint32, skipSpecial bool) ([]b
 		}
 		whole &= e
 		if e&entryLong == 0 {
-			var word [8]byte
-			binary.LittleEndian.PutUint64(word[:], e)
-			dst = append(dst, word[1:1+e&entryLenMask]...)
+			// One 8-byte store into dst's room, then dst cut to the
+			// token's length: no copy call a token. The bytes past it
+			// are room append would overwrite as well.
+			n := len(dst)
+			if cap(dst)-n < 8 {
+				dst = slices.Grow(dst, 8)
+			}
+			binary.LittleEndian.PutUint64(dst[n:n+8], e>>8)
+			dst = dst[:n+int(e&entryLenMask)]
 			continue
 		}
 		off, n := uint32(e>>8), int(e>>40)
