@@ -73,6 +73,10 @@ type Engine struct {
 	adapters  rankAdapters // per rank, from ADAPTERS (adapters.go)
 	lastSeq   []uint64     // per rank; guarded by the read loop
 	snapshots map[uint16][]kvstore.Event
+	// events is the read loop's room for an EVENTS frame's events and
+	// their hashes, converted for the index (applyEvents), which keeps
+	// neither: one frame's conversion allocates nothing once it has grown.
+	events kvScratch
 	// snapAwait counts the ranks whose first snapshot the session awaits
 	// before the engine takes requests; the session goroutine's (it runs
 	// the read loop).
@@ -247,61 +251,6 @@ func (e *Engine) rankSlot(rank uint16) (kvstore.Slot, bool) {
 		return 0, false
 	}
 	return slots[rank], true
-}
-
-func (e *Engine) applyEvents(m *wire.KVEvents) {
-	slot, ok := e.rankSlot(m.DPRank)
-	if !ok {
-		return
-	}
-	if last := e.lastSeq[m.DPRank]; last != 0 && m.Seq != last+1 {
-		e.log.Warn("KV event gap: asking for a snapshot", "engine", e.Addr, "rank", m.DPRank, "after", last, "got", m.Seq)
-		e.mu.Lock()
-		c := e.conn
-		e.mu.Unlock()
-		_ = c.Send(0, &wire.SnapshotRequest{SnapshotID: uint32(m.Seq)})
-	}
-	e.lastSeq[m.DPRank] = m.Seq
-	if err := e.pool.index.Apply(slot, convertEvents(m.Events, e.profile().groups != nil)); err != nil {
-		e.log.Warn("applying KV events", "engine", e.Addr, "err", err)
-	}
-	e.pool.metrics.eventsApplied.Add(uint64(len(m.Events)))
-}
-
-func (e *Engine) applySnapshot(m *wire.Snapshot) {
-	e.snapshots[m.DPRank] = append(e.snapshots[m.DPRank], convertEvents(m.Events, e.profile().groups != nil)...)
-	if !m.Last {
-		return
-	}
-	slot, ok := e.rankSlot(m.DPRank)
-	if ok {
-		if err := e.pool.index.Replace(slot, e.snapshots[m.DPRank]); err != nil {
-			e.log.Warn("applying snapshot", "engine", e.Addr, "err", err)
-		}
-		e.lastSeq[m.DPRank] = m.Seq
-	}
-	delete(e.snapshots, m.DPRank)
-	if e.snapAwait > 0 {
-		if e.snapAwait--; e.snapAwait == 0 {
-			e.admit("snapshot applied")
-		}
-	}
-}
-
-// convertEvents copies wire events (views into the read buffer) into
-// kvstore events. groups says the engine's groups are indexed apart; when
-// they are not (an engine with one cache, or a group-blind pool) every
-// event is taken as group 0, as routers from before groups took them.
-func convertEvents(evs []wire.Event, groups bool) []kvstore.Event {
-	out := make([]kvstore.Event, len(evs))
-	for i, ev := range evs {
-		out[i] = kvstore.Event{Kind: kvstore.EventKind(ev.Kind), Tier: kvstore.Tier(ev.Tier), HasParent: ev.HasParent,
-			Parent: ev.Parent, Hashes: ev.Hashes.AppendTo(make([]uint64, 0, ev.Hashes.Len()))}
-		if groups {
-			out[i].Group = ev.Group
-		}
-	}
-	return out
 }
 
 // helloFeatures are the features of the pool's HELLO (FeatureTokenBatch:

@@ -16,8 +16,15 @@ import (
 // response read by hand. ns/op is a request's round trip; cpu-ns/op,
 // B/op and allocs/op are the whole process's per request: the client, the
 // gateway and its two zero-cost engines.
-func BenchmarkCompletionRequest(b *testing.B) {
-	roundTrip := completionClient(b)
+func BenchmarkCompletionRequest(b *testing.B) { benchCompletion(b, 1) }
+
+// BenchmarkCompletionRequest16 is the same request with max_tokens 16
+// (proxybench's other size): against BenchmarkCompletionRequest, what 15
+// more tokens of a non-streamed answer cost.
+func BenchmarkCompletionRequest16(b *testing.B) { benchCompletion(b, 16) }
+
+func benchCompletion(b *testing.B, maxTokens int) {
+	roundTrip := completionClientOf(b, maxTokens)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
@@ -28,11 +35,16 @@ func BenchmarkCompletionRequest(b *testing.B) {
 }
 
 // completionClient starts a gateway with two zero-cost engines and
-// returns one round trip of proxybench's request to it, warmed up (pools
-// and the engines' caches filled).
-func completionClient(tb testing.TB) func() {
+// returns one round trip of proxybench's 1-token request to it, warmed up
+// (pools and the engines' caches filled).
+func completionClient(tb testing.TB) func() { return completionClientOf(tb, 1) }
+
+// completionClientOf is completionClient for a request of maxTokens
+// tokens (ignore_eos, so that many are generated).
+func completionClientOf(tb testing.TB, maxTokens int) func() {
 	tg := startGatewayWith(tb, gwOptions{})
-	body := `{"model":"` + model + `","prompt":"hello there, how are you","max_tokens":1}`
+	body := `{"model":"` + model + `","prompt":"hello there, how are you","max_tokens":` + strconv.Itoa(maxTokens) +
+		`,"ignore_eos":true}`
 	req := []byte("POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 	c, err := net.Dial("tcp", tg.base[len("http://"):])
