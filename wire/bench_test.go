@@ -115,6 +115,20 @@ func BenchmarkKVEvents1024(b *testing.B) {
 	}
 }
 
+// BenchmarkHashesAppendTo copies a 512-block STORED event's hashes (a long
+// prompt's prefill) out of a decoded frame, as the router does for its index.
+func BenchmarkHashesAppendTo(b *testing.B) {
+	hs := make([]uint64, 512)
+	for i := range hs {
+		hs[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	v, dst := HashesOf(hs), make([]uint64, 0, len(hs))
+	b.SetBytes(8 * int64(len(hs)))
+	for b.Loop() {
+		dst = v.AppendTo(dst[:0])
+	}
+}
+
 // BenchmarkSnapshotCompression measures a snapshot chunk of 32,768 blocks in
 // long chains, where parents repeat the previous hash: what compression can win.
 func BenchmarkSnapshotCompression(b *testing.B) {

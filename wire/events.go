@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -50,10 +51,20 @@ func (h Hashes) Len() int { return len(h.b) / 8 }
 // At returns the i-th hash.
 func (h Hashes) At(i int) uint64 { return binary.LittleEndian.Uint64(h.b[8*i:]) }
 
-// AppendTo appends the hashes to dst.
+// AppendTo appends the hashes to dst: one copy on little-endian machines.
 func (h Hashes) AppendTo(dst []uint64) []uint64 {
-	for i := range h.Len() {
-		dst = append(dst, h.At(i))
+	n := h.Len()
+	if n == 0 {
+		return dst
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	if nativeLittleEndian {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[start])), 8*n), h.b)
+		return dst
+	}
+	for i := range n {
+		dst[start+i] = h.At(i)
 	}
 	return dst
 }

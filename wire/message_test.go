@@ -141,3 +141,18 @@ func TestTokensView(t *testing.T) {
 		t.Fatal("TokensFromBytes must drop a partial id")
 	}
 }
+
+func TestHashesView(t *testing.T) {
+	hs := []uint64{0, 1, 1<<64 - 1, 0x0123456789abcdef}
+	v := HashesOf(hs)
+	if v.Len() != 4 || v.At(3) != 0x0123456789abcdef {
+		t.Fatal("view mismatch")
+	}
+	got := v.AppendTo([]uint64{7})
+	if len(got) != 5 || got[0] != 7 || got[3] != 1<<64-1 || got[4] != 0x0123456789abcdef {
+		t.Fatalf("AppendTo: %v", got)
+	}
+	if got := HashesOf(nil).AppendTo([]uint64{7}); len(got) != 1 {
+		t.Fatalf("AppendTo of no hashes: %v", got)
+	}
+}
