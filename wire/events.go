@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"unsafe"
 )
 
@@ -52,22 +51,7 @@ func (h Hashes) Len() int { return len(h.b) / 8 }
 func (h Hashes) At(i int) uint64 { return binary.LittleEndian.Uint64(h.b[8*i:]) }
 
 // AppendTo appends the hashes to dst: one copy on little-endian machines.
-func (h Hashes) AppendTo(dst []uint64) []uint64 {
-	n := h.Len()
-	if n == 0 {
-		return dst
-	}
-	start := len(dst)
-	dst = slices.Grow(dst, n)[:start+n]
-	if nativeLittleEndian {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[start])), 8*n), h.b)
-		return dst
-	}
-	for i := range n {
-		dst[start+i] = h.At(i)
-	}
-	return dst
-}
+func (h Hashes) AppendTo(dst []uint64) []uint64 { return appendWords(dst, h.b) }
 
 // Event is one KV cache event. Hashes is a view into the payload when decoded.
 //

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -154,5 +155,20 @@ func TestHashesView(t *testing.T) {
 	}
 	if got := HashesOf(nil).AppendTo([]uint64{7}); len(got) != 1 {
 		t.Fatalf("AppendTo of no hashes: %v", got)
+	}
+}
+
+// TestAppendWordsPortable: the word-at-a-time path big-endian machines
+// take gives what the one copy gives.
+func TestAppendWordsPortable(t *testing.T) {
+	ids, hs := []uint32{1, 0xffffffff, 151643}, []uint64{3, 1<<64 - 1, 0x0123456789abcdef}
+	fast32, fast64 := TokensOf(ids).AppendTo([]uint32{7}), HashesOf(hs).AppendTo([]uint64{7})
+	defer func(was bool) { nativeLittleEndian = was }(nativeLittleEndian)
+	nativeLittleEndian = false
+	if got := TokensOf(ids).AppendTo([]uint32{7}); !slices.Equal(got, fast32) {
+		t.Fatalf("tokens: %v, want %v", got, fast32)
+	}
+	if got := HashesOf(hs).AppendTo([]uint64{7}); !slices.Equal(got, fast64) {
+		t.Fatalf("hashes: %v, want %v", got, fast64)
 	}
 }

@@ -43,19 +43,29 @@ func (t Tokens) Bytes() []byte { return t.b }
 func (t Tokens) Slice(i, j int) Tokens { return Tokens{b: t.b[4*i : 4*j]} }
 
 // AppendTo appends the ids to dst; on little-endian machines it is one memmove.
-func (t Tokens) AppendTo(dst []uint32) []uint32 {
-	n := t.Len()
+func (t Tokens) AppendTo(dst []uint32) []uint32 { return appendWords(dst, t.b) }
+
+// appendWords appends the packed little-endian words of b to dst: one
+// memmove on little-endian machines, a word at a time elsewhere.
+func appendWords[T uint32 | uint64](dst []T, b []byte) []T {
+	size := int(unsafe.Sizeof(T(0)))
+	n := len(b) / size
 	if n == 0 {
 		return dst
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
 	if nativeLittleEndian {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[start])), 4*n), t.b)
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[start])), size*n), b)
 		return dst
 	}
 	for i := range n {
-		dst[start+i] = t.At(i)
+		w := b[size*i:]
+		if size == 4 {
+			dst[start+i] = T(binary.LittleEndian.Uint32(w))
+		} else {
+			dst[start+i] = T(binary.LittleEndian.Uint64(w))
+		}
 	}
 	return dst
 }
