@@ -89,7 +89,10 @@ cross:
 	  else echo "kvstore on $$arch: vet only ($$qemu not installed)"; GOARCH=$$arch $(GO) vet ./kvstore; fi; \
 	done
 
-# Runs each fuzz target alone (go test -fuzz takes one target at a time).
+# Runs each fuzz target alone (a fuzzing run takes one target at a time),
+# from one instrumented test binary per package (go test -c -fuzz): built
+# once, not once a target. It runs in the package's directory, so it finds
+# testdata/fuzz, with go test's own fuzz cache.
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz-targets FT=$(FUZZTIME)
 
@@ -97,14 +100,20 @@ fuzz:
 	@$(MAKE) --no-print-directory fuzz-targets FT=$(LONGFUZZ)
 
 fuzz-targets:
-	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
-	  for t in $$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	@set -e; bin=$$(mktemp -d); trap 'rm -rf "$$bin"' EXIT; cache=$$($(GO) env GOCACHE)/fuzz; \
+	for pkg in $$($(GO) list $(PKGS)); do \
+	  targets=$$($(GO) test -tags $(TAGS) -list '^Fuzz' $$pkg | grep '^Fuzz' || true); \
+	  [ -n "$$targets" ] || continue; \
+	  $(GO) test -c -tags $(TAGS) -fuzz . -o "$$bin/fuzz.test" $$pkg; \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for t in $$targets; do \
 	    echo "fuzz $$pkg $$t ($(FT))"; \
-	    $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $(FT) $$pkg > /tmp/kvgate-fuzz.log 2>&1 || \
+	    run() { (cd "$$dir" && "$$bin/fuzz.test" -test.run '^$$' -test.fuzz "^$$t$$" -test.fuzztime $(FT) \
+	      -test.fuzzcachedir "$$cache/$$pkg") > /tmp/kvgate-fuzz.log 2>&1; }; \
+	    run || \
 	      { if grep -q "context deadline exceeded" /tmp/kvgate-fuzz.log && ! grep -q "Failing input" /tmp/kvgate-fuzz.log; then \
 	          echo "  (the fuzzer's own timeout, not a finding: once more)"; \
-	          $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $(FT) $$pkg > /tmp/kvgate-fuzz.log 2>&1 || \
-	            { cat /tmp/kvgate-fuzz.log; exit 1; }; \
+	          run || { cat /tmp/kvgate-fuzz.log; exit 1; }; \
 	        else cat /tmp/kvgate-fuzz.log; exit 1; fi; }; \
 	  done; done
 
