@@ -17,7 +17,7 @@ import (
 // fallback and the unknown token for characters outside the vocabulary.
 // Results per pre-token are cached.
 type bpe struct {
-	vocab        map[string]uint32
+	vocab        *vocabTable
 	longestRaw   int          // raw bytes of the longest token, for ignore_merges
 	byteID       [256]uint32  // id of each single byte's spelling
 	merges       mergeTable   // (left, right) -> (rank, merged id)
@@ -42,14 +42,14 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 	if err := json.Unmarshal(m.Vocab, &vocab); err != nil || vocab == nil {
 		return nil, fmt.Errorf("%w: BPE vocab is not an object of token ids", ErrInvalid)
 	}
-	b := &bpe{vocab: vocab, ignoreMerges: m.IgnoreMerges}
+	b := &bpe{vocab: newVocabTable(vocab), ignoreMerges: m.IgnoreMerges}
 	if byteLevel {
 		if err := b.setBytes(); err != nil {
 			return nil, err
 		}
 	} else {
 		var err error
-		if b.chars, err = newCharSymbols(vocab, m); err != nil {
+		if b.chars, err = newCharSymbols(b.vocab, m); err != nil {
 			return nil, err
 		}
 	}
@@ -79,12 +79,12 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 // vocabulary must have.
 func (b *bpe) setBytes() error {
 	if b.ignoreMerges {
-		for s := range b.vocab {
+		for s := range b.vocab.all() {
 			b.longestRaw = max(b.longestRaw, utf8.RuneCountInString(s))
 		}
 	}
 	for c := range 256 {
-		id, ok := b.vocab[string(byteToRune[c])]
+		id, ok := b.vocab.get(string(byteToRune[c]))
 		if !ok {
 			return unsupported("BPE vocabulary without byte %#02x: not a byte-level vocabulary", c)
 		}
@@ -200,8 +200,7 @@ func (b *bpe) wholeToken(piece string) (uint32, bool) {
 	for i := 0; i < len(piece); i++ {
 		buf = utf8.AppendRune(buf, byteToRune[piece[i]])
 	}
-	id, ok := b.vocab[string(buf)]
-	return id, ok
+	return b.vocab.getBytes(buf)
 }
 
 // mergeQueued merges the queued pairs of the symbol list syms (linked by

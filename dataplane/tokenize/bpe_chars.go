@@ -16,7 +16,7 @@ import (
 // unknown token such a character is dropped.
 type charSymbols struct {
 	bmp          []uint32 // id of each BMP character as a token; noID if none
-	vocab        map[string]uint32
+	vocab        *vocabTable
 	byteFallback bool
 	byteIDs      [256]uint32
 	byteOK       [256]bool
@@ -35,22 +35,22 @@ const wordMark = "\u2581"
 // noID marks a character that is not a token by itself.
 const noID = ^uint32(0)
 
-func newCharSymbols(vocab map[string]uint32, m *modelJSON) (*charSymbols, error) {
+func newCharSymbols(vocab *vocabTable, m *modelJSON) (*charSymbols, error) {
 	c := &charSymbols{bmp: make([]uint32, 0x10000), vocab: vocab, byteFallback: m.ByteFallback, fuseUnk: m.FuseUnk}
 	for i := range c.bmp {
 		c.bmp[i] = noID
 	}
-	for s, id := range vocab {
+	for s, id := range vocab.all() {
 		if r, n := utf8.DecodeRuneInString(s); n == len(s) && r < 0x10000 && (r != utf8.RuneError || n > 1) {
 			c.bmp[r] = id
 		}
 	}
 	for b := range 256 {
-		c.byteIDs[b], c.byteOK[b] = vocab[fmt.Sprintf("<0x%02X>", b)]
+		c.byteIDs[b], c.byteOK[b] = vocab.get(fmt.Sprintf("<0x%02X>", b))
 	}
 	c.setWordCuts(vocab, m.IgnoreMerges)
 	if m.UnkToken != nil {
-		id, ok := vocab[*m.UnkToken]
+		id, ok := vocab.get(*m.UnkToken)
 		if !ok {
 			return nil, fmt.Errorf("%w: unk_token %q is not in the vocabulary", ErrInvalid, *m.UnkToken)
 		}
@@ -70,12 +70,12 @@ func newCharSymbols(vocab map[string]uint32, m *modelJSON) (*charSymbols, error)
 // piece cache answers. joins holds the characters x that some token spells
 // before U+2581 (Gemma 3 has ">▁</"); ignore_merges turns this off, as it
 // looks the whole piece up first.
-func (c *charSymbols) setWordCuts(vocab map[string]uint32, ignoreMerges bool) {
-	if _, ok := vocab[wordMark]; !ok || ignoreMerges {
+func (c *charSymbols) setWordCuts(vocab *vocabTable, ignoreMerges bool) {
+	if _, ok := vocab.get(wordMark); !ok || ignoreMerges {
 		return
 	}
 	c.cutWords, c.joins = true, map[rune]bool{}
-	for s := range vocab {
+	for s := range vocab.all() {
 		for i := strings.Index(s, wordMark); i > 0; {
 			if r, _ := utf8.DecodeLastRuneInString(s[:i]); string(r) != wordMark {
 				c.joins[r] = true
@@ -115,7 +115,7 @@ func (c *charSymbols) appendSymbols(syms []uint32, piece string) []uint32 {
 		id := noID
 		if r < 0x10000 && (r != utf8.RuneError || n > 1) {
 			id = c.bmp[r]
-		} else if v, ok := c.vocab[piece[i:i+n]]; ok {
+		} else if v, ok := c.vocab.get(piece[i : i+n]); ok {
 			id = v
 		}
 		ch := piece[i : i+n]
@@ -162,7 +162,7 @@ func (c *charSymbols) bytesKnown(ch string) bool {
 // their byte tokens) are the first symbols, then merges as merge does.
 func (b *bpe) mergeChars(dst []uint32, piece string) []uint32 {
 	if b.ignoreMerges {
-		if id, ok := b.vocab[piece]; ok {
+		if id, ok := b.vocab.get(piece); ok {
 			return append(dst, id)
 		}
 	}

@@ -58,7 +58,7 @@ func (t *Tokenizer) classToken(which, content string) (uint32, error) {
 	if a, ok := t.byContent[content]; ok {
 		return a.ID, nil
 	}
-	if id, ok := t.vocab[content]; ok {
+	if id, ok := t.vocab.get(content); ok {
 		return id, nil
 	}
 	return 0, fmt.Errorf("%w: tokenizer_config.json: %s_token %q is not in the vocabulary", ErrInvalid, which, content)

@@ -106,7 +106,7 @@ func (t *Tokenizer) ids(tb testing.TB, tokens ...string) []uint32 {
 	tb.Helper()
 	var out []uint32
 	for _, s := range tokens {
-		id, ok := t.vocab[s]
+		id, ok := t.vocab.get(s)
 		if !ok {
 			tb.Fatalf("no token %q", s)
 		}

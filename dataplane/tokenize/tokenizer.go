@@ -14,7 +14,7 @@ import (
 type Tokenizer struct {
 	model       *bpe     // the BPE model, or nil for Unigram
 	uni         *unigram // the Unigram model, or nil for BPE
-	vocab       map[string]uint32
+	vocab       *vocabTable
 	norm        normalizer
 	splitters   []splitter // applied in order; nil: a segment is one piece
 	meta        *metaspace // SentencePiece's pre-tokenizer, after the splitters
@@ -198,9 +198,9 @@ func (t *Tokenizer) setPostProcessor(c *componentJSON) error {
 	return unsupported("post-processor %q", c.Type)
 }
 
-func (t *Tokenizer) buildSpellings(vocab map[string]uint32) {
+func (t *Tokenizer) buildSpellings(vocab *vocabTable) {
 	n := 0
-	for _, id := range vocab {
+	for _, id := range vocab.all() {
 		n = max(n, int(id)+1)
 	}
 	for id := range t.added {
@@ -208,12 +208,26 @@ func (t *Tokenizer) buildSpellings(vocab map[string]uint32) {
 	}
 	t.vocabSize = n
 	t.spelling = make([][]byte, n)
-	for s, id := range vocab {
-		b, ok := appendRawBytes(nil, s)
-		if !ok || t.dec != nil {
-			b = []byte(s)
+	// One array holds every spelling, not an allocation each: a spelling's
+	// raw bytes are never longer than it, so the array never moves.
+	size := 0
+	for s := range vocab.all() {
+		size += len(s)
+	}
+	text := make([]byte, 0, size)
+	for s, id := range vocab.all() {
+		start := len(text)
+		var ok bool
+		text, ok = appendRawBytes(text, s)
+		whole := !ok || t.dec != nil
+		if whole {
+			text = append(text[:start], s...)
 		}
-		t.spelling[id] = b
+		if len(text) == start && !whole {
+			t.spelling[id] = nil // as appendRawBytes(nil, "") gives
+			continue
+		}
+		t.spelling[id] = text[start:len(text):len(text)]
 	}
 }
 
@@ -262,8 +276,7 @@ func (t *Tokenizer) TokenID(content string) (uint32, bool) {
 // VocabID returns the id of a token of the model's vocabulary by its
 // spelling there (for SentencePiece-style models "▁the" or "<0x0A>").
 func (t *Tokenizer) VocabID(token string) (uint32, bool) {
-	id, ok := t.vocab[token]
-	return id, ok
+	return t.vocab.get(token)
 }
 
 // EOSID returns the id of the configured end-of-sequence token.

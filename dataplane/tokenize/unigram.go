@@ -19,7 +19,7 @@ import (
 // are fused into one, which becomes its bytes' <0xNN> tokens with
 // byte_fallback (when all exist), else the unknown token.
 type unigram struct {
-	vocab        map[string]uint32
+	vocab        *vocabTable
 	scores       []float64 // by id
 	trie         pieceTrie
 	unk          uint32
@@ -44,7 +44,8 @@ func newUnigram(m *modelJSON) (*unigram, error) {
 	if *m.UnkID < 0 || *m.UnkID >= len(vocab) || len(vocab) > maxMergeID {
 		return nil, fmt.Errorf("%w: Unigram unk_id %d of %d pieces", ErrInvalid, *m.UnkID, len(vocab))
 	}
-	u := &unigram{vocab: make(map[string]uint32, len(vocab)), scores: make([]float64, len(vocab)),
+	ids := make(map[string]uint32, len(vocab))
+	u := &unigram{scores: make([]float64, len(vocab)),
 		unk: uint32(*m.UnkID), byteFallback: m.ByteFallback}
 	minScore := 0.0
 	for id, entry := range vocab {
@@ -53,7 +54,7 @@ func newUnigram(m *modelJSON) (*unigram, error) {
 		if json.Unmarshal(entry[0], &piece) != nil || json.Unmarshal(entry[1], &score) != nil {
 			return nil, fmt.Errorf("%w: Unigram piece %d is not [string, number]", ErrInvalid, id)
 		}
-		u.vocab[piece] = uint32(id) // a repeated piece: the last id, as tokenizers' map keeps
+		ids[piece] = uint32(id) // a repeated piece: the last id, as tokenizers' map keeps
 		u.scores[id] = score
 		u.trie.add(piece, uint32(id))
 		if id == 0 || score < minScore {
@@ -61,9 +62,10 @@ func newUnigram(m *modelJSON) (*unigram, error) {
 		}
 	}
 	u.trie.finish()
+	u.vocab = newVocabTable(ids)
 	u.unkScore = minScore - 10
 	for b := range 256 {
-		u.byteIDs[b], u.byteOK[b] = u.vocab[fmt.Sprintf("<0x%02X>", b)]
+		u.byteIDs[b], u.byteOK[b] = u.vocab.get(fmt.Sprintf("<0x%02X>", b))
 	}
 	return u, nil
 }
@@ -161,7 +163,7 @@ func (u *unigram) viterbi(dst []uint32, s string) []uint32 {
 // as Unigram::tokenize does: a piece of the vocabulary if the run is one,
 // else its byte tokens with byte_fallback, else the unknown token.
 func (u *unigram) appendUnknown(dst []uint32, run string) []uint32 {
-	if id, ok := u.vocab[run]; ok {
+	if id, ok := u.vocab.get(run); ok {
 		return append(dst, id)
 	}
 	if u.byteFallback {
