@@ -22,11 +22,8 @@ trap 'kill $(jobs -p) 2>/dev/null || true; nginx -p "$work" -c nginx.conf -s sto
 
 bin=${KVGATE_BIN:-}
 . perf/scripts/proxysetup.sh
-go build -o "$work/" ./cmd/kvgate-bench
-printf '%s' "$answer" > "$work/answer.json"
-"$work/kvgate-bench" floor --mode worker --listen 127.0.0.1:18281 --body "$work/answer.json" >/dev/null &
-floorpid=$!
-for _ in $(seq 100); do curl -sf -o /dev/null -X POST -d '{}' 127.0.0.1:18281/ && break; sleep 0.1; done
+. perf/scripts/floorsetup.sh
+startfloor worker 18281 floorpid
 nginxpids=$(pgrep -d, -P "$(cat "$work/nginx.pid")")
 
 calls=(read write readv writev recvfrom sendmsg epoll_wait epoll_pwait futex nanosleep)

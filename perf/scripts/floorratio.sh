@@ -19,15 +19,9 @@ trap 'kill $(jobs -p) 2>/dev/null || true; nginx -p "$work" -c nginx.conf -s sto
 
 bin=${KVGATE_BIN:-}
 . perf/scripts/proxysetup.sh
-go build -o "$work/" ./cmd/kvgate-bench
-printf '%s' "$answer" > "$work/answer.json"
-"$work/kvgate-bench" floor --mode loop --listen 127.0.0.1:18280 --body "$work/answer.json" >/dev/null &
-looppid=$!
-"$work/kvgate-bench" floor --mode worker --listen 127.0.0.1:18281 --body "$work/answer.json" >/dev/null &
-workerpid=$!
-for port in 18280 18281; do
-  for _ in $(seq 100); do curl -sf -o /dev/null -X POST -d '{}' "127.0.0.1:$port/" && break; sleep 0.1; done
-done
+. perf/scripts/floorsetup.sh
+startfloor loop 18280 looppid
+startfloor worker 18281 workerpid
 nginxpids="$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"
 
 # ticks PID...: their user plus system CPU time so far, in clock ticks.
