@@ -149,10 +149,21 @@ func TestWriterStickyErrorAndClose(t *testing.T) {
 // TestWriterBackpressure: with a writer that never returns, senders stop at
 // MaxPending instead of buffering without bound, and Close releases them.
 func TestWriterBackpressure(t *testing.T) {
-	block := make(chan struct{})
-	w := NewWriter(writerFunc(func(p []byte) (int, error) { <-block; return len(p), nil }))
+	block, entered := make(chan struct{}), make(chan struct{}, 1)
+	w := NewWriter(writerFunc(func(p []byte) (int, error) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-block
+		return len(p), nil
+	}))
 	w.maxPending = 1 << 10
 	go func() { _ = w.Send(0, &Ping{}) }() // becomes the stuck flusher
+	// The senders start once it is stuck in its write: had they filled
+	// pending first, its flush would take the whole bound into that write
+	// and leave them waiting on an empty pending until it ends.
+	<-entered
 	var sent atomic.Int64
 	done := make(chan struct{})
 	go func() {
