@@ -40,6 +40,7 @@ Commands:
   ideal    the hit rate of one pooled LRU cache per size: --workload SPEC --blocks N1,N2,...
   hybrid   hybrid-model engines (--sim-profile gptoss-like,qwen3next-like): the router's predicted hit against the engines' cached_tokens per policy (kv, kv-group-blind)
   floor    the least a router on gnet and netpoll does per request, to set beside nginx: --listen ADDR --mode loop|worker
+  schedstate goroutines' states over Go execution traces, a poller's wait apart: [--cpus N] TRACE...
   streams  streamed tokens/s and kvgate CPU per million tokens: --streams 256,2048 --max-tokens N [--kvgate before=PATH,after=PATH]
 
 Workload SPECs: mooncake:PATH, azure:PATH, shared-prefix:groups=8,prefix=4096,suffix=256,n=1000,rate=4,
@@ -79,6 +80,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdHybrid(ctx, args[1:], stdout, stderr)
 	case "floor":
 		err = cmdFloor(ctx, args[1:], stdout, stderr)
+	case "schedstate":
+		err = cmdSchedstate(args[1:], stdout, stderr)
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}
