@@ -18,8 +18,9 @@ func cmdSchedstate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("schedstate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cpus := fs.Int("cpus", runtime.NumCPU(), "CPUs the traced process had (the starved share is taken against them)")
+	detail := fs.Int("detail", 0, "also the Ps held by each poller and what waited on them, this many of each (0: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvgate-bench schedstate [--cpus N] TRACE...")
+		fmt.Fprintln(stderr, "Usage: kvgate-bench schedstate [--cpus N] [--detail N] TRACE...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -40,6 +41,9 @@ func cmdSchedstate(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", path, s)
+		if *detail > 0 {
+			s.Detail(stdout, *detail)
+		}
 	}
 	return nil
 }

@@ -13,9 +13,12 @@
 package schedstate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +50,13 @@ type Summary struct {
 	// WaitedOnPoller is the share of the time during which goroutines were
 	// runnable while at least one poller's wait held a P.
 	WaitedOnPoller float64
+	// HeldBy splits PollHeld by poller: the function that called the wait
+	// (gnet's Poller.Polling, netpoll's defaultPoll.Wait).
+	HeldBy map[string]float64
+	// WaitingAt is the mean count of runnable goroutines while a poller's
+	// wait held a P, by the function where each last stopped (its first
+	// frame outside the runtime): what the held Ps kept waiting.
+	WaitingAt map[string]float64
 }
 
 // String is the summary on one line.
@@ -56,60 +66,59 @@ func (s Summary) String() string {
 		100*s.WaitedOnPoller, s.CPUs, 100*s.Starved)
 }
 
-// goState is what Read keeps of a goroutine: its state, and for a system
-// call whether it is a poller's wait and the P it still holds (NoProc once
-// sysmon took it, or when it entered without one).
-type goState struct {
-	st   trace.GoState
-	poll bool
-	p    trace.ProcID
-}
-
-// counts are the goroutines and Ps in each state at an instant.
-type counts struct {
-	running, runnable, syscall, poll, procs, held int
-}
-
-// add counts g's state with sign d (+1 entering it, -1 leaving it).
-func (c *counts) add(g goState, d int) {
-	switch {
-	case g.st == trace.GoRunning:
-		c.running += d
-	case g.st == trace.GoRunnable:
-		c.runnable += d
-	case g.st == trace.GoSyscall && g.poll:
-		c.poll += d
-	case g.st == trace.GoSyscall:
-		c.syscall += d
+// Detail writes the breakdowns, largest first, n of each (0: all).
+func (s Summary) Detail(w io.Writer, n int) {
+	top := func(title string, m map[string]float64) {
+		fmt.Fprintln(w, title)
+		keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b)) })
+		if n > 0 && len(keys) > n {
+			keys = keys[:n]
+		}
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %6.3f  %s\n", m[k], k)
+		}
 	}
+	top("mean Ps held by poller waits, by poller:", s.HeldBy)
+	top("mean runnable goroutines while a poller's wait holds a P, by where they stopped:", s.WaitingAt)
+}
+
+// goState is what Read keeps of a goroutine: its state; where it stopped
+// (its stack's first frame outside the runtime, or its poller's caller);
+// for a system call, whether it is a poller's wait, and the P it still
+// holds (NoProc once sysmon took it, or when it entered without one).
+type goState struct {
+	st    trace.GoState
+	where string
+	poll  bool
+	p     trace.ProcID
+}
+
+// reader is Read's state: the goroutines and Ps, what is in each state at
+// the instant reached, and the sums over time so far.
+type reader struct {
+	cpus   int
+	gos    map[trace.GoID]goState
+	procs  map[trace.ProcID]trace.ProcState
+	holder map[trace.ProcID]trace.GoID // a P held by a goroutine in a system call
+	// At the instant reached: goroutines in each state, Ps in use, Ps held
+	// by poller waits, and the same two split by where.
+	running, runnable, syscall, poll, procsUsed, held int
+	heldBy, runnableAt                                map[string]int
+	// Sums over time of the above, and of the starved and waited instants.
+	sum                struct{ running, runnable, syscall, poll, procs, held, starved, waited float64 }
+	sumHeldBy, sumAtFn map[string]float64
 }
 
 // Read summarizes the trace in r against cpus CPUs (at least 1).
 func Read(r io.Reader, cpus int) (Summary, error) {
-	cpus = max(cpus, 1)
 	tr, err := trace.NewReader(r)
 	if err != nil {
 		return Summary{}, fmt.Errorf("reading trace: %w", err)
 	}
-	gos := map[trace.GoID]goState{}
-	procs := map[trace.ProcID]trace.ProcState{}
-	var c counts
+	rd := &reader{cpus: max(cpus, 1), gos: map[trace.GoID]goState{}, procs: map[trace.ProcID]trace.ProcState{},
+		holder: map[trace.ProcID]trace.GoID{}, heldBy: map[string]int{}, runnableAt: map[string]int{},
+		sumHeldBy: map[string]float64{}, sumAtFn: map[string]float64{}}
 	var first, last trace.Time
-	holder := map[trace.ProcID]trace.GoID{} // a P held by a goroutine in a system call
-	// release ends the hold of a goroutine in a system call on its P.
-	release := func(id trace.GoID, g *goState) {
-		if g.p == trace.NoProc {
-			return
-		}
-		if holder[g.p] == id {
-			delete(holder, g.p)
-		}
-		if g.poll {
-			c.held--
-		}
-		g.p = trace.NoProc
-	}
-	var sum struct{ running, runnable, syscall, poll, procs, held, starved, waited float64 }
 	started := false
 	for {
 		ev, err := tr.ReadEvent()
@@ -122,88 +131,185 @@ func Read(r io.Reader, cpus int) (Summary, error) {
 		t := ev.Time()
 		if !started {
 			first, started = t, true
-		} else if d := float64(t - last); d > 0 {
-			sum.running += d * float64(c.running)
-			sum.runnable += d * float64(c.runnable)
-			sum.syscall += d * float64(c.syscall)
-			sum.poll += d * float64(c.poll)
-			sum.procs += d * float64(c.procs)
-			sum.held += d * float64(c.held)
-			if c.runnable > 0 && c.running+c.syscall < cpus {
-				sum.starved += d
-			}
-			if c.runnable > 0 && c.held > 0 {
-				sum.waited += d
-			}
+		} else if t > last {
+			rd.elapse(float64(t - last))
 		}
 		last = max(last, t)
 		if ev.Kind() != trace.EventStateTransition {
 			continue
 		}
-		st := ev.StateTransition()
-		switch st.Resource.Kind {
+		switch st := ev.StateTransition(); st.Resource.Kind {
 		case trace.ResourceProc:
-			id := st.Resource.Proc()
-			_, to := st.Proc()
-			if procs[id] == trace.ProcRunning {
-				c.procs--
-				if gid, ok := holder[id]; ok && to != trace.ProcRunning { // taken back (ProcSteal) or stopped
-					g := gos[gid]
-					release(gid, &g)
-					gos[gid] = g
-				}
-			}
-			if to == trace.ProcRunning {
-				c.procs++
-			}
-			procs[id] = to
+			rd.proc(st)
 		case trace.ResourceGoroutine:
-			id := st.Resource.Goroutine()
-			_, to := st.Goroutine()
-			if old, ok := gos[id]; ok {
-				release(id, &old)
-				c.add(old, -1)
-			}
-			g := goState{st: to, p: trace.NoProc}
-			if to == trace.GoSyscall {
-				g.poll = pollerWait(st.Stack) || pollerWait(ev.Stack())
-				if p := ev.Proc(); p != trace.NoProc {
-					g.p, holder[p] = p, id
-					if g.poll {
-						c.held++
-					}
-				}
-			}
-			if to == trace.GoNotExist {
-				delete(gos, id)
-				continue
-			}
-			c.add(g, +1)
-			gos[id] = g
+			rd.goroutine(&ev, st)
 		}
 	}
 	if !started {
 		return Summary{}, errors.New("reading trace: no events")
 	}
-	total := float64(last - first)
+	return rd.summary(time.Duration(last - first))
+}
+
+// elapse adds d nanoseconds of the present counts to the sums.
+func (rd *reader) elapse(d float64) {
+	s := &rd.sum
+	s.running += d * float64(rd.running)
+	s.runnable += d * float64(rd.runnable)
+	s.syscall += d * float64(rd.syscall)
+	s.poll += d * float64(rd.poll)
+	s.procs += d * float64(rd.procsUsed)
+	s.held += d * float64(rd.held)
+	if rd.runnable > 0 && rd.running+rd.syscall < rd.cpus {
+		s.starved += d
+	}
+	if rd.runnable > 0 && rd.held > 0 {
+		s.waited += d
+		for k, n := range rd.runnableAt {
+			rd.sumAtFn[k] += d * float64(n)
+		}
+	}
+	for k, n := range rd.heldBy {
+		rd.sumHeldBy[k] += d * float64(n)
+	}
+}
+
+// proc follows a P's transition: one that stops running (taken back by
+// sysmon, or stopped) ends the hold of a goroutine in a system call on it.
+func (rd *reader) proc(st trace.StateTransition) {
+	id := st.Resource.Proc()
+	_, to := st.Proc()
+	if rd.procs[id] == trace.ProcRunning {
+		rd.procsUsed--
+		if gid, ok := rd.holder[id]; ok && to != trace.ProcRunning {
+			g := rd.gos[gid]
+			rd.release(gid, &g)
+			rd.gos[gid] = g
+		}
+	}
+	if to == trace.ProcRunning {
+		rd.procsUsed++
+	}
+	rd.procs[id] = to
+}
+
+// goroutine follows a goroutine's transition.
+func (rd *reader) goroutine(ev *trace.Event, st trace.StateTransition) {
+	id := st.Resource.Goroutine()
+	_, to := st.Goroutine()
+	old, known := rd.gos[id]
+	if known {
+		rd.release(id, &old)
+		rd.count(old, -1)
+	}
+	if to == trace.GoNotExist {
+		delete(rd.gos, id)
+		return
+	}
+	g := goState{st: to, where: old.where, p: trace.NoProc}
+	if w, poll := stopped(st.Stack); w != "" { // a goroutine made runnable has no stack: it keeps where it stopped
+		g.where, g.poll = w, poll
+	}
+	if to == trace.GoSyscall {
+		if !g.poll { // a syscall's stack may be on the event instead
+			if w, poll := stopped(ev.Stack()); poll {
+				g.where, g.poll = w, true
+			}
+		}
+		if p := ev.Proc(); p != trace.NoProc {
+			g.p, rd.holder[p] = p, id
+			if g.poll {
+				rd.held++
+				rd.heldBy[g.where]++
+			}
+		}
+	} else {
+		g.poll = false
+	}
+	rd.count(g, +1)
+	rd.gos[id] = g
+}
+
+// count counts g's state with sign d (+1 entering it, -1 leaving it).
+func (rd *reader) count(g goState, d int) {
+	switch {
+	case g.st == trace.GoRunning:
+		rd.running += d
+	case g.st == trace.GoRunnable:
+		rd.runnable += d
+		rd.runnableAt[g.where] += d
+	case g.st == trace.GoSyscall && g.poll:
+		rd.poll += d
+	case g.st == trace.GoSyscall:
+		rd.syscall += d
+	}
+}
+
+// release ends the hold of a goroutine in a system call on its P.
+func (rd *reader) release(id trace.GoID, g *goState) {
+	if g.p == trace.NoProc {
+		return
+	}
+	if rd.holder[g.p] == id {
+		delete(rd.holder, g.p)
+	}
+	if g.poll {
+		rd.held--
+		rd.heldBy[g.where]--
+	}
+	g.p = trace.NoProc
+}
+
+// summary is the means over a trace of the given span.
+func (rd *reader) summary(span time.Duration) (Summary, error) {
+	total := float64(span)
 	if total <= 0 {
 		return Summary{}, errors.New("reading trace: its events span no time")
 	}
-	return Summary{
-		Duration: time.Duration(last - first), CPUs: cpus,
-		Running: sum.running / total, Runnable: sum.runnable / total, Syscall: sum.syscall / total,
-		PollWait: sum.poll / total, ProcsRunning: sum.procs / total, PollHeld: sum.held / total,
-		Starved: sum.starved / total, WaitedOnPoller: sum.waited / total,
-	}, nil
+	s := rd.sum
+	out := Summary{Duration: span, CPUs: rd.cpus,
+		Running: s.running / total, Runnable: s.runnable / total, Syscall: s.syscall / total,
+		PollWait: s.poll / total, ProcsRunning: s.procs / total, PollHeld: s.held / total,
+		Starved: s.starved / total, WaitedOnPoller: s.waited / total,
+		HeldBy: map[string]float64{}, WaitingAt: map[string]float64{}}
+	for k, v := range rd.sumHeldBy {
+		out.HeldBy[k] = v / total
+	}
+	for k, v := range rd.sumAtFn {
+		out.WaitingAt[k] = v / total
+	}
+	return out, nil
 }
 
-// pollerWait reports whether a system call's stack is an event poller's
-// wait: golang.org/x/sys/unix.EpollWait (gnet) or netpoll's EpollWait,
-// or an epollWait of a library's own.
-func pollerWait(s trace.Stack) bool {
+// stopped is where a stack stopped, its first frame outside the runtime
+// and the system call wrappers, and whether it is an event poller's wait:
+// golang.org/x/sys/unix.EpollWait (gnet) or netpoll's EpollWait, or an
+// epollWait of a library's own; the wait's caller is then where. An empty
+// stack gives "".
+func stopped(s trace.Stack) (where string, poll bool) {
+	var fns []string
 	for f := range s.Frames() {
-		name := f.Func[strings.LastIndexByte(f.Func, '.')+1:]
-		if strings.EqualFold(name, "EpollWait") {
+		fns = append(fns, f.Func)
+	}
+	from := 0
+	for i, fn := range fns {
+		if strings.EqualFold(fn[strings.LastIndexByte(fn, '.')+1:], "EpollWait") {
+			poll, from = true, i+1
+			break
+		}
+	}
+	for _, fn := range fns[from:] {
+		if !inRuntime(fn) {
+			return fn, poll
+		}
+	}
+	return "", poll
+}
+
+// inRuntime reports whether fn is the runtime's or a system call wrapper.
+func inRuntime(fn string) bool {
+	for _, p := range []string{"runtime.", "internal/", "syscall.", "golang.org/x/sys/"} {
+		if strings.HasPrefix(fn, p) {
 			return true
 		}
 	}

@@ -56,12 +56,25 @@ func TestRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(s)
+	var detail strings.Builder
+	s.Detail(&detail, 0)
+	t.Log(detail.String())
 	at := func(mean float64) time.Duration { return time.Duration(mean * float64(s.Duration)) }
 	if got := at(s.PollWait); got < 95*time.Millisecond {
 		t.Errorf("poller wait %v, want at least the epoll_wait's 100 ms timeout", got)
 	}
 	if s.PollHeld <= 0 || s.PollHeld > s.PollWait {
 		t.Errorf("Ps held by poller waits %.3f, want above 0 (a system call starts on its P) and at most the waits' %.3f", s.PollHeld, s.PollWait)
+	}
+	held := 0.0
+	for k, v := range s.HeldBy {
+		held += v
+		if !strings.Contains(k, "schedstate.TestRead") {
+			t.Errorf("a P held by a poller wait called from %q; the only wait is this test's", k)
+		}
+	}
+	if d := held - s.PollHeld; d > 1e-9 || d < -1e-9 {
+		t.Errorf("HeldBy sums to %.4f, PollHeld is %.4f", held, s.PollHeld)
 	}
 	if got := at(s.Syscall); got < 95*time.Millisecond {
 		t.Errorf("other system calls %v, want at least the nanosleep's 100 ms", got)

@@ -6,7 +6,8 @@
 # goroutines running, in system calls, waiting in an event poller's
 # epoll_wait (gnet's loops, netpoll's pollers: each holds a P), and
 # runnable; and the share of the time work waited while fewer goroutines
-# than CPUs ran. Requests/s are of the traced run (tracing slows it).
+# than CPUs ran; then the Ps each poller held and what waited on them.
+# Requests/s are of the traced run (tracing slows it).
 # Usage: perf/scripts/schedstate.sh [seconds] [connections] [tokens] [CONFIG...]
 # A CONFIG is NAME or NAME:WORDS, WORDS being VAR=value environment
 # settings, then kvgate flags, split on spaces; the default is
@@ -54,5 +55,5 @@ for config in "${configs[@]}"; do
   kill "$kvpid"; wait "$kvpid" 2>/dev/null || true
   grep -q 'Non-2xx' "$work/wrk.out" && { echo "$name: non-2xx answers" >&2; cat "$work/wrk.out" >&2; exit 1; }
   echo "== $name (${words[*]:-no flags}): $(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out") requests/s while traced"
-  "$work/kvgate-bench" schedstate --cpus "$cpus" "$work/$name.trace" | sed 's/^[^:]*: //'
+  "$work/kvgate-bench" schedstate --cpus "$cpus" --detail 4 "$work/$name.trace" | sed "s|^$work/$name.trace: ||"
 done
