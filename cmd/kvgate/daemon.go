@@ -80,6 +80,8 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	}
 	d.steer = httpPool
 	reg := prometheus.NewRegistry()
+	gov := rt.Governor(log)
+	procs.Register(reg, gov)
 	admin.RegisterEngines(reg, d.pool, router, httpPool)
 	if d.ring != nil {
 		admin.RegisterRing(reg, d.ring)
@@ -120,6 +122,9 @@ func start(c *config, log *slog.Logger) (*daemon, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
 	go index.Maintain(ctx)
+	if gov != nil {
+		go gov.Run(ctx)
+	}
 	go history.Record(ctx, statusEvery, status)
 	reload.watch(ctx) // SIGHUP
 	if c.simEngines > 0 {
@@ -160,11 +165,11 @@ type tokenizers struct {
 // logs the plan.
 func sizeRuntime(c *config, log *slog.Logger) procs.Plan {
 	_, fixed := os.LookupEnv("GOMAXPROCS")
-	p := procs.New(c.http.EventLoops, fixed, c.extraProcs)
+	p := procs.New(c.http.EventLoops, fixed, c.extraProcs, c.adaptiveProcs)
 	p.Apply()
 	c.http.EventLoops = p.EventLoops
 	log.Info("runtime sized", "cpus", p.CPUs, "event_loops", p.EventLoops, "netpoll_pollers", p.Pollers,
-		"gomaxprocs", p.GOMAXPROCS, "gomaxprocs_from_env", fixed)
+		"gomaxprocs", p.GOMAXPROCS, "gomaxprocs_from_env", fixed, "adaptive_procs", p.Adaptive)
 	return p
 }
 

@@ -38,6 +38,7 @@ type config struct {
 	secret              []byte
 	http                httpx.Config
 	extraProcs          bool // --extra-procs (dataplane/procs)
+	adaptiveProcs       bool // --adaptive-procs (dataplane/procs' Governor)
 	retries             int
 	maxModelLen         int
 	firstTokenTimeout   time.Duration
@@ -93,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	secretFile := fs.String("engine-secret-file", "", "shared secret engines must prove (also $KVGATE_SECRET)")
 	fs.IntVar(&c.http.EventLoops, "event-loops", 0, "gnet event loops (0: one per CPU)")
 	fs.BoolVar(&c.extraProcs, "extra-procs", false, "a Go P per event loop and netpoll poller besides one per CPU (unless GOMAXPROCS is set): more requests/s for short requests, fewer tokens per SSE event from engines faster than kvgate")
+	fs.BoolVar(&c.adaptiveProcs, "adaptive-procs", true, "add --extra-procs' Ps only while the machine has idle CPUs that runnable goroutines wait for, and take them back when it is saturated or quiet (not with GOMAXPROCS set, --extra-procs, or a CPU quota below the machine's CPUs)")
 	fs.IntVar(&c.http.MaxHeaderBytes, "max-header-bytes", c.http.MaxHeaderBytes, "largest request header")
 	fs.IntVar(&c.http.MaxBodyBytes, "max-body-bytes", c.http.MaxBodyBytes, "largest request body (413 above)")
 	fs.DurationVar(&c.http.HeaderTimeout, "header-timeout", c.http.HeaderTimeout, "time a client has to send a request header")

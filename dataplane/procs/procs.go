@@ -10,7 +10,9 @@
 // short requests through faster, but the engine read loops then run as
 // soon as a frame arrives: streams from engines faster than the router
 // get fewer tokens an SSE event and cost more CPU a token (perf/RESULTS.md,
-// "Session 11"), so it is the operator's choice, off by default.
+// "Session 11"). So by default a Governor (governor.go) adds those Ps
+// only while the machine has idle CPUs that goroutines wait for, and
+// --extra-procs keeps them all the time.
 package procs
 
 import (
@@ -35,22 +37,29 @@ type Plan struct {
 	Fixed bool
 	// Extra: a P for each loop and poller besides the CPUs' (--extra-procs).
 	Extra bool
+	// Adaptive: the plan starts at CPUs, and its Governor adds Extra's Ps
+	// while they pay. Never with Fixed or Extra, nor where a cgroup quota
+	// leaves the process fewer CPUs than the machine has.
+	Adaptive bool
 }
 
 // New plans for eventLoops HTTP event loops (0: one a CPU); fixed says
 // the operator set GOMAXPROCS (its environment variable), which is then
 // kept and taken as the CPU count; extra asks for a P a loop and poller
-// besides. Plans made after an Apply are the same.
-func New(eventLoops int, fixed, extra bool) Plan {
-	return plan(startCPUs, eventLoops, fixed, extra)
+// besides; adaptive asks for them only while they pay (Governor). Plans
+// made after an Apply are the same.
+func New(eventLoops int, fixed, extra, adaptive bool) Plan {
+	return plan(startCPUs, runtime.NumCPU(), eventLoops, fixed, extra, adaptive)
 }
 
 // startCPUs is GOMAXPROCS as the process started, before any Apply.
 var startCPUs = runtime.GOMAXPROCS(0)
 
-func plan(cpus, eventLoops int, fixed, extra bool) Plan {
+// plan is New for a process that may use cpus of the machine's machineCPUs.
+func plan(cpus, machineCPUs, eventLoops int, fixed, extra, adaptive bool) Plan {
 	cpus = max(cpus, 1)
 	p := Plan{CPUs: cpus, EventLoops: eventLoops, Pollers: cpus/20 + 1, Fixed: fixed, Extra: extra && !fixed}
+	p.Adaptive = adaptive && !fixed && !p.Extra && cpus >= machineCPUs
 	if p.EventLoops <= 0 {
 		p.EventLoops = cpus
 	}
